@@ -1,0 +1,65 @@
+"""The API's one error shape: {"error": {"code", "message", "fields"}} (DESIGN.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+
+class Conflict(exceptions.APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "conflict"
+    default_detail = "The request conflicts with the current state."
+
+
+def error_body(code: str, message: str, fields: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "fields": fields or {}}}
+
+
+def _flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:
+    """DRF nests errors for nested serializers; clients get dotted field names."""
+    out: dict[str, list[str]] = {}
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            name = f"{prefix}.{key}" if prefix else str(key)
+            if key == "non_field_errors":
+                name = prefix or "non_field_errors"
+            for field, messages in _flatten(value, name).items():
+                out.setdefault(field, []).extend(messages)
+    elif isinstance(detail, list):
+        for item in detail:
+            if isinstance(item, dict | list):
+                for field, messages in _flatten(item, prefix).items():
+                    out.setdefault(field, []).extend(messages)
+            else:
+                out.setdefault(prefix or "non_field_errors", []).append(str(item))
+    else:
+        out.setdefault(prefix or "non_field_errors", []).append(str(detail))
+    return out
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, PermissionDenied):
+        exc = exceptions.PermissionDenied()
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    if isinstance(exc, exceptions.ValidationError):
+        fields = _flatten(exc.detail)
+        names = ", ".join(sorted(fields))
+        response.data = error_body("invalid", f"The request is invalid: {names}.", fields)
+    elif isinstance(exc, exceptions.APIException):
+        code = exc.get_codes() if isinstance(exc.get_codes(), str) else exc.default_code
+        if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+            response.status_code = status.HTTP_401_UNAUTHORIZED
+            code = "unauthenticated"
+        message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+        response.data = error_body(str(code), str(message))
+    return response

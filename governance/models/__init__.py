@@ -1,0 +1,38 @@
+"""The domain model (DESIGN.md "Concepts"), one module per noun."""
+
+from governance.models.audit import AuditEntry
+from governance.models.facts import Fact, Supersession, Tombstone
+from governance.models.jobs import Job
+from governance.models.policies import PolicyDraft, PolicyVersion
+from governance.models.projects import (
+    Agent,
+    AgentKey,
+    Membership,
+    PersonalAccessToken,
+    Principal,
+    Project,
+    Session,
+)
+from governance.models.retrievals import RetrievalCandidate, RetrievalEvent
+from governance.models.writes import ReviewDecision, Write
+
+__all__ = [
+    "Agent",
+    "AgentKey",
+    "AuditEntry",
+    "Fact",
+    "Job",
+    "Membership",
+    "PersonalAccessToken",
+    "PolicyDraft",
+    "PolicyVersion",
+    "Principal",
+    "Project",
+    "RetrievalCandidate",
+    "RetrievalEvent",
+    "ReviewDecision",
+    "Session",
+    "Supersession",
+    "Tombstone",
+    "Write",
+]

@@ -1,0 +1,53 @@
+"""The hash-chained audit trail (R15)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from governance.models.history import append_only
+from governance.models.projects import Project
+
+
+class AuditEntry(models.Model):
+    """One state change with actor and reason.
+
+    ``entry_hash`` covers this entry's content and the previous entry's hash in
+    the same project, so editing or removing any row breaks every later link
+    (``manage.py verify_audit``). Erasable content never enters ``data``: a
+    withdrawal records the statement's digest, so the chain survives erasure.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    sequence = models.PositiveBigIntegerField()
+    actor = models.CharField(max_length=200)
+    actor_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    action = models.CharField(max_length=64)
+    object_type = models.CharField(max_length=64)
+    object_id = models.CharField(max_length=64)
+    reason = models.TextField(blank=True)
+    data = models.JSONField(default=dict)
+    request_id = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    previous_hash = models.CharField(max_length=64)
+    entry_hash = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["project", "sequence"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "sequence"], nulls_distinct=False, name="audit_sequence_unique"
+            )
+        ]
+        indexes = [
+            models.Index(fields=["object_type", "object_id"], name="audit_object_idx"),
+            models.Index(fields=["project", "-created_at"], name="audit_recent_idx"),
+            models.Index(fields=["actor"], name="audit_actor_idx"),
+        ]
+        triggers = append_only("audit")
+
+    def __str__(self) -> str:
+        return f"#{self.sequence} {self.action} {self.object_type}:{self.object_id}"

@@ -1,0 +1,197 @@
+"""Facts, the supersessions between them, and what remains of withdrawn ones."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+from django.utils import timezone
+from pgvector.django import VectorField
+
+from governance.models.history import append_only, tracked
+from governance.models.projects import Agent, Principal, Project, Session
+
+
+class FactKind(models.TextChoices):
+    PREFERENCE = "preference"
+    PROFILE = "profile"
+    PROJECT_FACT = "project_fact"
+    INCIDENT = "incident"
+    TOOL_INSTRUCTION = "tool_instruction"
+    EPISODIC = "episodic"
+    SUMMARY = "summary"
+    SLOT = "slot"
+
+
+class FactStatus(models.TextChoices):
+    ACTIVE = "active"
+    PENDING_REVIEW = "pending_review"
+    QUARANTINED = "quarantined"
+    REJECTED = "rejected"
+    SUPERSEDED = "superseded"
+    WITHDRAWN = "withdrawn"
+    EXPIRED = "expired"
+    OUT_OF_SCOPE = "out_of_scope"
+
+
+class Confidence(models.TextChoices):
+    UNVERIFIED = "unverified"
+    CORROBORATED = "corroborated"
+    VERIFIED = "verified"
+    DISPUTED = "disputed"
+
+
+class SourceType(models.TextChoices):
+    CONFIG = "config"
+    DOCUMENTATION = "documentation"
+    REVIEWER = "reviewer"
+    USER_STATEMENT = "user_statement"
+    SUPPORT_TICKET = "support_ticket"
+    TOOL_OUTPUT = "tool_output"
+    CHAT_MESSAGE = "chat_message"
+    MODEL_INFERENCE = "model_inference"
+    SUMMARIZER = "summarizer"
+    WEB_PAGE = "web_page"
+
+
+def _in(field: str, choices: type[models.TextChoices]) -> Q:
+    return Q(**{f"{field}__in": choices.values})
+
+
+@tracked(exclude=["embedding"], erasable=True)
+class Fact(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="facts")
+    # Null for project-level facts, which every principal of the project sees (R1).
+    principal = models.ForeignKey(
+        Principal, on_delete=models.PROTECT, null=True, blank=True, related_name="facts"
+    )
+    # Set only for slots: in-session working memory that belongs to one session.
+    session = models.ForeignKey(
+        Session, on_delete=models.PROTECT, null=True, blank=True, related_name="slots"
+    )
+    kind = models.CharField(max_length=32, choices=FactKind.choices)
+    key = models.CharField(max_length=200, null=True, blank=True)
+    # Blank once withdrawn (R8): the tombstone keeps only a keyed hash.
+    statement = models.TextField()
+    # Provenance (R3): required at write time, never edited afterwards.
+    source_type = models.CharField(max_length=32, choices=SourceType.choices)
+    source_ref = models.CharField(max_length=500)
+    source_observed_at = models.DateTimeField()
+    writer = models.CharField(max_length=200, help_text="Who wrote it: agent:<slug> or user:<username>.")
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, null=True, blank=True, related_name="facts")
+    authority = models.PositiveSmallIntegerField()
+    confidence = models.CharField(max_length=16, choices=Confidence.choices, default=Confidence.UNVERIFIED)
+    valid_from = models.DateTimeField(null=True, blank=True)
+    valid_to = models.DateTimeField(null=True, blank=True)
+    recorded_at = models.DateTimeField(default=timezone.now)
+    last_verified_at = models.DateTimeField()
+    status = models.CharField(max_length=32, choices=FactStatus.choices)
+    status_reason = models.TextField(blank=True)
+    status_changed_at = models.DateTimeField(default=timezone.now)
+    embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
+    embedded_at = models.DateTimeField(null=True, blank=True)
+    token_count = models.PositiveIntegerField(default=0)
+    # sha256 of the statement as written: the audit chain and history keep this
+    # digest, never the erasable text.
+    statement_digest = models.CharField(max_length=64)
+    # Keyed hash of the normalised statement: matches re-submissions.
+    fingerprint = models.CharField(max_length=64, db_index=True)
+    derived_from_retrieval = models.ForeignKey(
+        "governance.RetrievalEvent", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    # Summaries: the range of session events they were made from, and R17's check.
+    event_first = models.CharField(max_length=200, blank=True)
+    event_last = models.CharField(max_length=200, blank=True)
+    summary_check = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-recorded_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(authority__gte=1, authority__lte=5), name="fact_authority_1_5"
+            ),
+            models.CheckConstraint(
+                condition=Q(valid_from__isnull=True)
+                | Q(valid_to__isnull=True)
+                | Q(valid_from__lt=F("valid_to")),
+                name="fact_valid_from_before_valid_to",
+            ),
+            models.CheckConstraint(condition=_in("status", FactStatus), name="fact_status_known"),
+            models.CheckConstraint(condition=_in("kind", FactKind), name="fact_kind_known"),
+            models.CheckConstraint(condition=_in("confidence", Confidence), name="fact_confidence_known"),
+            models.CheckConstraint(condition=_in("source_type", SourceType), name="fact_source_type_known"),
+            models.CheckConstraint(
+                condition=Q(kind="slot", session__isnull=False) | (~Q(kind="slot") & Q(session__isnull=True)),
+                name="fact_slot_has_session",
+            ),
+            # At most one active fact per principal and key (R6). Project facts
+            # (principal null) and slots (per session) follow the same rule, so
+            # nulls must compare equal here.
+            models.UniqueConstraint(
+                fields=["project", "principal", "session", "key"],
+                condition=Q(status="active", key__isnull=False),
+                nulls_distinct=False,
+                name="fact_one_active_per_key",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["project", "principal", "status"], name="fact_principal_status_idx"),
+            models.Index(fields=["project", "principal", "key"], name="fact_principal_key_idx"),
+            models.Index(fields=["status", "valid_to"], name="fact_status_valid_to_idx"),
+            models.Index(fields=["project", "status", "kind"], name="fact_project_status_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"fact {self.pk} ({self.kind}, {self.status})"
+
+    @property
+    def is_embedded(self) -> bool:
+        return self.embedded_at is not None
+
+    @property
+    def is_project_fact(self) -> bool:
+        return self.principal_id is None
+
+
+@tracked()
+class Supersession(models.Model):
+    """old -> new, with why and who decided (R6, R7)."""
+
+    old_fact = models.ForeignKey(Fact, on_delete=models.PROTECT, related_name="superseded_by")
+    new_fact = models.ForeignKey(Fact, on_delete=models.PROTECT, related_name="supersedes")
+    reason = models.TextField()
+    decided_by = models.CharField(max_length=200, help_text="rule:R6, rule:R7 or user:<username>.")
+    write = models.ForeignKey(
+        "governance.Write", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["old_fact", "new_fact"], name="supersession_unique"),
+            models.CheckConstraint(condition=~Q(old_fact=F("new_fact")), name="supersession_not_self"),
+        ]
+        triggers = append_only("supersession")
+
+    def __str__(self) -> str:
+        return f"{self.old_fact_id} -> {self.new_fact_id}"
+
+
+class Tombstone(models.Model):
+    """What remains of a withdrawn fact: enough to block re-learning it (R8)."""
+
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="tombstones")
+    fact = models.OneToOneField(Fact, on_delete=models.PROTECT, related_name="tombstone")
+    reason = models.TextField()
+    actor = models.CharField(max_length=200)
+    fingerprint = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["project", "fingerprint"], name="tombstone_fingerprint_idx")]
+        triggers = append_only("tombstone")
+
+    def __str__(self) -> str:
+        return f"tombstone {self.pk} of fact {self.fact_id}"

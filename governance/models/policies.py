@@ -1,0 +1,60 @@
+"""Immutable policy versions per agent, and the one editable draft."""
+
+from __future__ import annotations
+
+from django.conf import settings as django_settings
+from django.db import models
+from django.utils import timezone
+
+from governance.models.history import append_only, tracked
+from governance.models.projects import Agent
+from governance.rules.policy import PolicySettings
+
+
+class PolicyVersion(models.Model):
+    """An immutable snapshot; every retrieval records the version it used."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="policy_versions")
+    version = models.PositiveIntegerField()
+    settings = models.JSONField()
+    reason = models.TextField()
+    created_by = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    # Set when this version was made by rolling back to an earlier one.
+    rolled_back_from = models.ForeignKey(
+        "self", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["agent", "-version"]
+        constraints = [models.UniqueConstraint(fields=["agent", "version"], name="policy_version_unique")]
+        triggers = append_only("policy_version")
+
+    def __str__(self) -> str:
+        return f"{self.agent} v{self.version}"
+
+    @property
+    def policy(self) -> PolicySettings:
+        return PolicySettings.from_dict(self.settings)
+
+
+@tracked()
+class PolicyDraft(models.Model):
+    agent = models.OneToOneField(Agent, on_delete=models.CASCADE, related_name="policy_draft")
+    settings = models.JSONField()
+    based_on = models.ForeignKey(
+        PolicyVersion, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    updated_by = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"draft of {self.agent}"
+
+    @property
+    def policy(self) -> PolicySettings:
+        return PolicySettings.from_dict(self.settings)

@@ -1,0 +1,172 @@
+"""Tenants, their agents and credentials, the people memory is about, and sessions."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.db import models
+from django.utils import timezone
+
+from governance.models.history import tracked
+
+if TYPE_CHECKING:
+    from governance.models.policies import PolicyVersion
+
+
+class Role(models.TextChoices):
+    REVIEWER = "reviewer", "Trust-and-safety reviewer"
+    POLICY_EDITOR = "policy_editor", "Policy editor"
+    AUDITOR = "auditor", "Auditor"
+    ADMIN = "admin", "Administrator"
+
+
+@tracked()
+class Project(models.Model):
+    """A tenant. Nothing crosses projects (R1)."""
+
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    # Per-source maximum authority, overriding DESIGN.md's defaults (R4).
+    source_caps = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    archived_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Membership(models.Model):
+    """A console user belongs to a project; their role comes from their group."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "project"], name="membership_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.project}"
+
+
+@tracked()
+class Agent(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="agents")
+    slug = models.SlugField(max_length=64)
+    name = models.CharField(max_length=200)
+    active_policy = models.ForeignKey(
+        "governance.PolicyVersion", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    retired_at = models.DateTimeField(null=True, blank=True)
+
+    if TYPE_CHECKING:
+        active_policy_id: int | None
+        active_policy: PolicyVersion | None  # type: ignore[no-redef]
+
+    class Meta:
+        ordering = ["project", "slug"]
+        constraints = [models.UniqueConstraint(fields=["project", "slug"], name="agent_slug_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.project.slug}/{self.slug}"
+
+
+class Credential(models.Model):
+    """A bearer secret stored as a SHA-256 digest; the prefix finds the row.
+
+    Secrets are 32 random bytes, so a fast digest is enough: there is nothing
+    to brute-force that a slow hash would protect.
+    """
+
+    prefix = models.CharField(max_length=16, unique=True)
+    digest = models.CharField(max_length=64)
+    name = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+
+@tracked(exclude=["last_used_at"])
+class AgentKey(Credential):
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="keys")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+
+    def __str__(self) -> str:
+        return f"{self.agent} key {self.prefix}"
+
+
+@tracked(exclude=["last_used_at"])
+class PersonalAccessToken(Credential):
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="access_tokens")
+
+    def __str__(self) -> str:
+        return f"{self.user} token {self.prefix}"
+
+
+class Principal(models.Model):
+    """The person a memory is about, by the strong external id the agent uses."""
+
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="principals")
+    external_id = models.CharField(max_length=200)
+    created_at = models.DateTimeField(default=timezone.now)
+    # The end of their latest session; R9 also counts their newest verified fact.
+    last_seen_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["project", "external_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "external_id"], name="principal_external_id_unique")
+        ]
+
+    def __str__(self) -> str:
+        return self.external_id
+
+
+class Session(models.Model):
+    """One conversation of an agent with a principal."""
+
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="sessions")
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="sessions")
+    principal = models.ForeignKey(
+        Principal, on_delete=models.PROTECT, null=True, blank=True, related_name="sessions"
+    )
+    external_id = models.CharField(max_length=200)
+    started_at = models.DateTimeField(default=timezone.now)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    summary_fact = models.ForeignKey(
+        "governance.Fact", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    resume_hint = models.TextField(blank=True)
+    # R12: the session-start block, computed on round 1 and returned
+    # byte-identical afterwards; cleared when one of its facts is withdrawn.
+    static_block = models.TextField(null=True, blank=True)
+    static_block_tokens = models.PositiveIntegerField(default=0)
+    static_block_fact_ids = ArrayField(models.BigIntegerField(), default=list, blank=True)
+    static_block_policy = models.ForeignKey(
+        "governance.PolicyVersion", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-started_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "external_id"], name="session_external_id_unique")
+        ]
+        indexes = [models.Index(fields=["principal", "-started_at"], name="session_principal_idx")]
+
+    def __str__(self) -> str:
+        return self.external_id

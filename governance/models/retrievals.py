@@ -1,0 +1,98 @@
+"""Retrieval events and their candidates: append-only (R14, R15)."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from governance.models.facts import Fact
+from governance.models.history import append_only
+from governance.models.policies import PolicyVersion
+from governance.models.projects import Agent, Principal, Project, Session
+
+MODES = ("resume", "confirm", "new")
+REASONS = (
+    "below_authority",
+    "stale",
+    "expired",
+    "not_yet_valid",
+    "superseded",
+    "withdrawn",
+    "not_active",
+    "kind_not_allowed",
+    "identity_unverified",
+    "low_relevance",
+    "duplicate",
+    "conflict_lost",
+    "over_budget",
+)
+
+
+class RetrievalEvent(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="retrievals")
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="retrievals")
+    principal = models.ForeignKey(
+        Principal, on_delete=models.PROTECT, null=True, blank=True, related_name="retrievals"
+    )
+    session = models.ForeignKey(
+        Session, on_delete=models.PROTECT, null=True, blank=True, related_name="retrievals"
+    )
+    policy_version = models.ForeignKey(PolicyVersion, on_delete=models.PROTECT, related_name="retrievals")
+    round = models.PositiveIntegerField(default=1)
+    query = models.TextField(blank=True)
+    mode = models.CharField(max_length=16)
+    identity_verified = models.BooleanField(default=False)
+    # The exact text returned; withdrawal redacts erased statements from it (R8).
+    context = models.TextField()
+    tokens_used = models.PositiveIntegerField()
+    token_budget = models.PositiveIntegerField()
+    candidate_count = models.PositiveIntegerField()
+    excluded_count = models.PositiveIntegerField()
+    # Distinct exclusion reasons, for the log's filter without a join.
+    reasons = models.JSONField(default=list)
+    timings = models.JSONField(default=dict)
+    static_block_cached = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [models.CheckConstraint(condition=Q(mode__in=MODES), name="retrieval_mode_known")]
+        indexes = [
+            # Keyset pagination of the log, overall and per agent / principal.
+            models.Index(fields=["project", "-created_at", "-id"], name="retrieval_log_idx"),
+            models.Index(fields=["agent", "-created_at", "-id"], name="retrieval_agent_log_idx"),
+            models.Index(fields=["principal", "-created_at", "-id"], name="retrieval_principal_log_idx"),
+        ]
+        triggers = append_only("retrieval", allow_erasure=True)
+
+    def __str__(self) -> str:
+        return f"retrieval {self.pk}"
+
+
+class RetrievalCandidate(models.Model):
+    event = models.ForeignKey(RetrievalEvent, on_delete=models.PROTECT, related_name="candidates")
+    fact = models.ForeignKey(Fact, on_delete=models.PROTECT, related_name="retrieval_candidates")
+    decision = models.CharField(max_length=16)
+    reason = models.CharField(max_length=32, null=True, blank=True)
+    rank = models.PositiveIntegerField(null=True, blank=True)
+    tier = models.CharField(max_length=16, null=True, blank=True)
+    age_days = models.IntegerField()
+    per_round = models.BooleanField(default=False)
+    scores = models.JSONField(default=dict)
+    tokens = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["event", "rank", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(decision="selected", reason__isnull=True)
+                | Q(decision="excluded", reason__in=REASONS),
+                name="candidate_decision_reason",
+            ),
+        ]
+        indexes = [models.Index(fields=["fact", "event"], name="candidate_fact_idx")]
+        triggers = append_only("candidate")
+
+    def __str__(self) -> str:
+        return f"{self.decision} fact {self.fact_id}"

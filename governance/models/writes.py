@@ -1,0 +1,119 @@
+"""Proposed memory writes as they arrived, and the decisions people took on them."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from governance.models.facts import Fact, FactKind, SourceType
+from governance.models.history import append_only, tracked
+from governance.models.projects import Agent, Principal, Project, Session
+
+
+class WriteStatus(models.TextChoices):
+    ACTIVE = "active"
+    PENDING_REVIEW = "pending_review"
+    QUARANTINED = "quarantined"
+    REJECTED = "rejected"
+
+
+@tracked(erasable=True)
+class Write(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="writes")
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, null=True, blank=True, related_name="writes")
+    principal = models.ForeignKey(
+        Principal, on_delete=models.PROTECT, null=True, blank=True, related_name="writes"
+    )
+    session = models.ForeignKey(
+        Session, on_delete=models.PROTECT, null=True, blank=True, related_name="writes"
+    )
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True)
+    # sha256 of the canonical request body: same key + other body is a 409.
+    request_digest = models.CharField(max_length=64, blank=True)
+    kind = models.CharField(max_length=32, choices=FactKind.choices)
+    key = models.CharField(max_length=200, null=True, blank=True)
+    statement = models.TextField()
+    source_type = models.CharField(max_length=32, choices=SourceType.choices)
+    source_ref = models.CharField(max_length=500)
+    source_observed_at = models.DateTimeField()
+    requested_authority = models.PositiveSmallIntegerField(null=True, blank=True)
+    authority = models.PositiveSmallIntegerField()
+    valid_from = models.DateTimeField(null=True, blank=True)
+    valid_to = models.DateTimeField(null=True, blank=True)
+    derived_from_retrieval = models.ForeignKey(
+        "governance.RetrievalEvent", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    findings = models.JSONField(default=list, blank=True)
+    # Higher is riskier: orders the review queue before age.
+    risk = models.PositiveSmallIntegerField(default=0)
+    # What the guard decided on arrival, and where the write stands now.
+    outcome = models.CharField(max_length=32, choices=WriteStatus.choices)
+    status = models.CharField(max_length=32, choices=WriteStatus.choices)
+    fact = models.ForeignKey(Fact, on_delete=models.PROTECT, null=True, blank=True, related_name="writes")
+    # The active fact this write would supersede but may not on its own (R6).
+    conflicts_with = models.ForeignKey(
+        Fact, on_delete=models.PROTECT, null=True, blank=True, related_name="conflicting_writes"
+    )
+    corroborated = models.ForeignKey(
+        Fact, on_delete=models.PROTECT, null=True, blank=True, related_name="corroborating_writes"
+    )
+    # The first 201 body, replayed for a repeated Idempotency-Key.
+    response = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agent", "idempotency_key"],
+                condition=Q(idempotency_key__isnull=False),
+                name="write_idempotency_key_unique",
+            ),
+            models.CheckConstraint(condition=Q(status__in=WriteStatus.values), name="write_status_known"),
+            models.CheckConstraint(condition=Q(outcome__in=WriteStatus.values), name="write_outcome_known"),
+            models.CheckConstraint(
+                condition=Q(authority__gte=1, authority__lte=5), name="write_authority_1_5"
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["project", "status", "-risk", "created_at"],
+                name="write_review_queue_idx",
+                condition=Q(status__in=["pending_review", "quarantined"]),
+            ),
+            models.Index(fields=["agent", "-created_at"], name="write_agent_recent_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"write {self.pk} ({self.status})"
+
+
+class ReviewAction(models.TextChoices):
+    APPROVE = "approve"
+    REJECT = "reject"
+    EDIT_APPROVE = "edit_approve"
+
+
+@tracked()
+class ReviewDecision(models.Model):
+    # One decision per write: when two reviewers race, the database lets exactly one win.
+    write = models.OneToOneField(Write, on_delete=models.PROTECT, related_name="decision")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    action = models.CharField(max_length=16, choices=ReviewAction.choices)
+    reason = models.TextField()
+    edited_statement = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(action__in=ReviewAction.values), name="decision_action_known"),
+            models.CheckConstraint(condition=~Q(reason=""), name="decision_reason_required"),
+        ]
+        triggers = append_only("decision", allow_erasure=True)
+
+    def __str__(self) -> str:
+        return f"{self.action} write {self.write_id}"

@@ -1,0 +1,117 @@
+"""Appending to the hash-chained audit trail (R15).
+
+Every service that changes state calls ``record`` inside its own transaction,
+so the entry commits or rolls back with the change it describes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connection, models, transaction
+from django.utils import timezone
+
+from governance.context import current_actor
+from governance.models import AuditEntry, Project
+
+GENESIS = "0" * 64
+
+
+def entry_digest(entry: AuditEntry) -> str:
+    """The hash over an entry's content and its predecessor's hash."""
+    content = {
+        "project": entry.project_id,
+        "sequence": entry.sequence,
+        "actor": entry.actor,
+        "action": entry.action,
+        "object_type": entry.object_type,
+        "object_id": entry.object_id,
+        "reason": entry.reason,
+        "data": entry.data,
+        "created_at": entry.created_at.isoformat(),
+        "previous_hash": entry.previous_hash,
+    }
+    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def record(
+    project: Project | None,
+    action: str,
+    obj: models.Model | tuple[str, Any],
+    *,
+    reason: str = "",
+    data: dict[str, Any] | None = None,
+    actor: str | None = None,
+    actor_user: Any = None,
+) -> AuditEntry:
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("Audit entries are written inside the transaction of the change they record.")
+    if isinstance(obj, tuple):
+        object_type, object_id = obj
+    else:
+        object_type, object_id = obj._meta.model_name or type(obj).__name__.lower(), obj.pk
+    who = current_actor()
+    user = actor_user if actor_user is not None else who.user
+    # One writer at a time per project's chain: the advisory lock lasts until
+    # the transaction ends, so the next entry sees this one as its predecessor.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [8_675_309, project.pk if project else 0])
+    last = (
+        AuditEntry.objects.filter(project=project)
+        .order_by("-sequence")
+        .values("sequence", "entry_hash")
+        .first()
+    )
+    entry = AuditEntry(
+        project=project,
+        sequence=(last["sequence"] + 1) if last else 1,
+        actor=actor or who.label,
+        actor_user=user if getattr(user, "pk", None) else None,
+        action=action,
+        object_type=object_type,
+        object_id=str(object_id),
+        reason=reason,
+        data=json.loads(json.dumps(data or {}, default=str)),
+        request_id=who.request_id,
+        created_at=timezone.now(),
+        previous_hash=last["entry_hash"] if last else GENESIS,
+    )
+    entry.entry_hash = entry_digest(entry)
+    entry.save(force_insert=True)
+    return entry
+
+
+@dataclass(frozen=True)
+class BrokenLink:
+    project_id: int | None
+    sequence: int
+    entry_id: int
+    problem: str
+
+
+def verify_chain(project_id: int | None = None) -> BrokenLink | None:
+    """Walk each project's chain in order; return the first broken link, if any."""
+    projects = (
+        [project_id]
+        if project_id is not None
+        else list(AuditEntry.objects.order_by().values_list("project_id", flat=True).distinct())
+    )
+    for pid in sorted(projects, key=lambda p: (p is None, p or 0)):
+        previous = GENESIS
+        expected_sequence = 1
+        for entry in AuditEntry.objects.filter(project_id=pid).order_by("sequence").iterator(chunk_size=2000):
+            if entry.sequence != expected_sequence:
+                return BrokenLink(
+                    pid, entry.sequence, entry.pk, f"expected entry #{expected_sequence}: a row is missing"
+                )
+            if entry.previous_hash != previous:
+                return BrokenLink(pid, entry.sequence, entry.pk, "does not link to the entry before it")
+            if entry_digest(entry) != entry.entry_hash:
+                return BrokenLink(pid, entry.sequence, entry.pk, "content does not match its hash")
+            previous = entry.entry_hash
+            expected_sequence += 1
+    return None

@@ -1,0 +1,118 @@
+"""Agent keys and personal access tokens: issue, authenticate, revoke.
+
+The secret is shown once at creation; only its SHA-256 digest is stored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from django.db import transaction
+from django.utils import timezone
+
+from governance.models import Agent, AgentKey, PersonalAccessToken
+from governance.models.projects import Credential
+from governance.services import audit
+
+AGENT_KEY_PREFIX = "mak"
+TOKEN_PREFIX = "mpt"
+# last_used_at is for people deciding what to revoke; minute precision spares
+# a write on every request.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+C = TypeVar("C", bound=Credential)
+
+
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def _new_secret(kind: str) -> tuple[str, str]:
+    prefix = secrets.token_hex(6)
+    return prefix, f"{kind}_{prefix}_{secrets.token_urlsafe(32)}"
+
+
+def _parse(secret: str, kind: str) -> str | None:
+    parts = secret.split("_", 2)
+    if len(parts) != 3 or parts[0] != kind or not parts[1]:
+        return None
+    return parts[1]
+
+
+def _authenticate(model: type[C], kind: str, secret: str, related: tuple[str, ...]) -> C | None:
+    prefix = _parse(secret, kind)
+    if prefix is None:
+        return None
+    credential = model.objects.select_related(*related).filter(prefix=prefix).first()  # type: ignore[attr-defined]
+    if credential is None or credential.revoked_at is not None:
+        return None
+    if not hmac.compare_digest(credential.digest, _digest(secret)):
+        return None
+    now = timezone.now()
+    if credential.last_used_at is None or now - credential.last_used_at > LAST_USED_RESOLUTION:
+        model.objects.filter(pk=credential.pk).update(last_used_at=now)  # type: ignore[attr-defined]
+        credential.last_used_at = now
+    return credential  # type: ignore[no-any-return]
+
+
+@transaction.atomic
+def create_agent_key(agent: Agent, *, name: str = "", created_by: Any = None) -> tuple[AgentKey, str]:
+    prefix, secret = _new_secret(AGENT_KEY_PREFIX)
+    key = AgentKey.objects.create(
+        agent=agent, prefix=prefix, digest=_digest(secret), name=name, created_by=created_by
+    )
+    audit.record(agent.project, "agent_key.created", key, data={"agent": agent.slug, "prefix": prefix})
+    return key, secret
+
+
+def authenticate_agent_key(secret: str) -> AgentKey | None:
+    return _authenticate(AgentKey, AGENT_KEY_PREFIX, secret, ("agent__project", "agent__active_policy"))
+
+
+@transaction.atomic
+def revoke_agent_key(key: AgentKey, *, reason: str) -> AgentKey:
+    key = AgentKey.objects.select_for_update().select_related("agent__project").get(pk=key.pk)
+    if key.revoked_at is None:
+        key.revoked_at = timezone.now()
+        key.save(update_fields=["revoked_at"])
+        audit.record(key.agent.project, "agent_key.revoked", key, reason=reason, data={"prefix": key.prefix})
+    return key
+
+
+@transaction.atomic
+def create_access_token(user: Any, *, name: str = "") -> tuple[PersonalAccessToken, str]:
+    prefix, secret = _new_secret(TOKEN_PREFIX)
+    token = PersonalAccessToken.objects.create(user=user, prefix=prefix, digest=_digest(secret), name=name)
+    for membership in user.memberships.select_related("project"):
+        audit.record(
+            membership.project,
+            "access_token.created",
+            token,
+            data={"user": user.get_username(), "prefix": prefix},
+        )
+    return token, secret
+
+
+def authenticate_access_token(secret: str) -> PersonalAccessToken | None:
+    return _authenticate(PersonalAccessToken, TOKEN_PREFIX, secret, ("user",))
+
+
+@transaction.atomic
+def revoke_access_token(token: PersonalAccessToken, *, reason: str) -> PersonalAccessToken:
+    token = PersonalAccessToken.objects.select_for_update().select_related("user").get(pk=token.pk)
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+        for membership in token.user.memberships.select_related("project"):
+            audit.record(
+                membership.project,
+                "access_token.revoked",
+                token,
+                reason=reason,
+                data={"prefix": token.prefix},
+            )
+    return token

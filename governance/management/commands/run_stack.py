@@ -1,0 +1,111 @@
+"""``make run``: database, migrations, demo data, then web, worker and beat together."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandParser
+from django.db import connection
+
+from memoryadmin import embedded_db
+
+STOP_GRACE_SECONDS = 15
+
+
+class Command(BaseCommand):
+    help = "Run the whole product: web server, Celery worker and celery beat; Ctrl-C stops everything."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+        parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
+        parser.add_argument("--no-demo", action="store_true", help="Do not load demo data into an empty database")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        embedded = "DATABASE_URL" not in os.environ
+        started_database = embedded and not embedded_db.is_running()
+        connection.ensure_connection()
+        call_command("migrate", interactive=False, verbosity=0)
+        self.stdout.write("Database migrated.")
+        if not options["no_demo"]:
+            from governance.models import Project
+
+            if not Project.objects.exists():
+                call_command("load_demo")
+        connection.close()
+        if settings.CELERY_BROKER_URL == "filesystem://":
+            for folder in ("queue", "processed"):
+                Path(settings.CELERY_FILESYSTEM_BROKER_DIR, folder).mkdir(parents=True, exist_ok=True)
+
+        bin_dir = Path(sys.executable).parent
+        bind = f"{options['host']}:{options['port']}"
+        commands = {
+            "web": [str(bin_dir / "gunicorn"), "memoryadmin.wsgi", "--bind", bind, "--workers", "2",
+                    "--access-logfile", "-"],
+            "worker": [str(bin_dir / "celery"), "-A", "memoryadmin", "worker", "--loglevel", "INFO",
+                       "--concurrency", "1"],
+            "beat": [str(bin_dir / "celery"), "-A", "memoryadmin", "beat", "--loglevel", "INFO",
+                     "--pidfile", ""],
+        }
+        children: dict[str, subprocess.Popen[bytes]] = {}
+        stopping = False
+
+        def stop(signum: int, frame: FrameType | None) -> None:
+            nonlocal stopping
+            stopping = True
+
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGTERM, stop)
+        try:
+            for name, command in commands.items():
+                # Own sessions: a terminal's Ctrl-C reaches only us, and we stop
+                # the children in order.
+                children[name] = subprocess.Popen(command, start_new_session=True)
+            self._announce(options["host"], options["port"])
+            while not stopping:
+                for name, child in children.items():
+                    if child.poll() is not None:
+                        self.stderr.write(f"{name} exited with status {child.returncode}; stopping the rest.")
+                        stopping = True
+                time.sleep(0.5)
+        finally:
+            self._stop_children(children)
+            if started_database:
+                embedded_db.stop_server()
+                self.stdout.write("Embedded database stopped.")
+        self.stdout.write("Stopped.")
+
+    def _announce(self, host: str, port: int) -> None:
+        from governance.management.commands.load_demo import DEMO_PASSWORD, DEMO_USERS
+
+        shown = "127.0.0.1" if host in {"0.0.0.0", "::"} else host
+        lines = [
+            "",
+            f"Console:  http://{shown}:{port}/",
+            f"API docs: http://{shown}:{port}/api/docs/",
+            "Demo logins (password for all: " + DEMO_PASSWORD + "):",
+            *[f"  {username:<10} {role}" for username, role in DEMO_USERS],
+            "Press Ctrl-C to stop web, worker, beat and the embedded database.",
+            "",
+        ]
+        self.stdout.write("\n".join(lines))
+
+    def _stop_children(self, children: dict[str, subprocess.Popen[bytes]]) -> None:
+        for child in children.values():
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        for child in children.values():
+            try:
+                child.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(child.pid, signal.SIGKILL)
+                child.wait()

@@ -1,0 +1,122 @@
+"""Test-wide set-up: one embedded PostgreSQL per test session, personas, a real worker, a real browser.
+
+The data directory is a fresh temporary folder, so ``make test`` needs no
+database installed and never touches the ``make run`` database.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_TMP = Path(tempfile.mkdtemp(prefix="memtest-"))
+os.environ["MEMORYADMIN_PGDATA"] = str(_TMP / "pgdata")
+os.environ["MEMORYADMIN_PGDATA_CLEANUP"] = "delete"
+os.environ.setdefault("CELERY_FILESYSTEM_BROKER_DIR", str(_TMP / "broker"))
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's loop + ORM calls in tests
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+pytest_plugins = ["tests.personas"]
+
+
+@pytest.fixture(autouse=True)
+def _eager_celery(settings: Any) -> Iterator[None]:
+    """Tasks run in-process unless a test asks for the real worker."""
+    from memoryadmin.celery import app
+
+    app.conf.task_always_eager = True
+    app.conf.task_eager_propagates = True
+    yield
+    app.conf.task_always_eager = False
+
+
+@pytest.fixture(scope="session")
+def celery_worker_process(django_db_setup: Any, django_db_blocker: Any) -> Iterator[subprocess.Popen[bytes]]:
+    """A real ``celery worker`` process on the configured broker and the test database."""
+    from django.conf import settings
+    from django.db import connection
+
+    if settings.CELERY_BROKER_URL == "filesystem://":
+        for folder in ("queue", "processed"):
+            Path(settings.CELERY_FILESYSTEM_BROKER_DIR, folder).mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, DATABASE_NAME=connection.settings_dict["NAME"], PYTHONUNBUFFERED="1")
+    if "DATABASE_URL" in env:
+        raise RuntimeError("The worker fixture expects the embedded test database.")
+    log = open(_TMP / "worker.log", "wb")  # noqa: SIM115 (closed at teardown)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "memoryadmin", "worker", "--pool", "solo", "--loglevel", "INFO"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 90
+    while b"ready." not in (_TMP / "worker.log").read_bytes():
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError("Celery worker did not start:\n" + (_TMP / "worker.log").read_text()[-4000:])
+        time.sleep(0.2)
+    yield process
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+    log.close()
+
+
+@pytest.fixture
+def real_worker(celery_worker_process: subprocess.Popen[bytes]) -> Iterator[subprocess.Popen[bytes]]:
+    """Send tasks through the broker to the worker process for this test."""
+    from memoryadmin.celery import app
+
+    app.conf.task_always_eager = False
+    yield celery_worker_process
+    app.conf.task_always_eager = True
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
+    """Debian's Chromium, never a downloaded browser (STACK.md)."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"Browser tests need Debian's chromium at {CHROMIUM}: apt-get install -y chromium")
+    return {
+        **browser_type_launch_args,
+        "executable_path": CHROMIUM,
+        "args": [
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+        ],
+    }
+
+
+def wait_until(predicate: Any, timeout: float = 30.0, interval: float = 0.2) -> Any:
+    """Poll until ``predicate()`` is truthy; return its value or fail."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout} s")
+
+
+def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
+    shutil.rmtree(_TMP / "broker", ignore_errors=True)

@@ -1,0 +1,153 @@
+"""Named personas and factories shared by the suite (STYLE.md: a reviewer, a policy
+editor, an auditor, an outsider from another project, an agent key)."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import factory
+import pytest
+from django.conf import settings
+from django.contrib.auth.models import Group, User
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from governance.context import actor_scope
+from governance.models import Agent, Fact, Membership, Principal, Project
+from governance.rules.text import statement_fingerprint
+from governance.services import agents, credentials
+
+PASSWORD = "correct horse battery staple"
+
+
+class ProjectFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Project
+        django_get_or_create = ("slug",)
+
+    slug = factory.Sequence(lambda n: f"project-{n}")
+    name = factory.LazyAttribute(lambda o: o.slug.replace("-", " ").title())
+
+
+class PrincipalFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Principal
+        django_get_or_create = ("project", "external_id")
+
+    project = factory.SubFactory(ProjectFactory)
+    external_id = factory.Sequence(lambda n: f"user-{n}")
+
+
+class FactFactory(factory.django.DjangoModelFactory):
+    """A fact stored directly, for tests of reads; writes go through services."""
+
+    class Meta:
+        model = Fact
+
+    project = factory.SubFactory(ProjectFactory)
+    principal = None
+    kind = "preference"
+    key = None
+    statement = factory.Sequence(lambda n: f"Remembered thing number {n}")
+    source_type = "user_statement"
+    source_ref = factory.Sequence(lambda n: f"chat:{n}")
+    source_observed_at = factory.LazyFunction(lambda: timezone.now() - timedelta(days=1))
+    writer = "agent:test"
+    authority = 4
+    confidence = "unverified"
+    recorded_at = factory.LazyFunction(timezone.now)
+    last_verified_at = factory.LazyAttribute(lambda o: o.source_observed_at)
+    status = "active"
+    statement_digest = factory.LazyAttribute(lambda o: hashlib.sha256(o.statement.encode()).hexdigest())
+    fingerprint = factory.LazyAttribute(
+        lambda o: statement_fingerprint(o.statement, settings.TOMBSTONE_KEY.encode())
+    )
+
+
+def make_user(username: str, role: str | None, *projects: Project) -> User:
+    user = User.objects.create_user(username=username, password=PASSWORD)
+    if role:
+        user.groups.add(Group.objects.get(name=role))
+    for project in projects:
+        Membership.objects.create(user=user, project=project)
+    return user
+
+
+@dataclass
+class AgentPersona:
+    agent: Agent
+    key: str
+
+    @property
+    def client(self) -> APIClient:
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {self.key}")
+        return client
+
+
+def make_agent(project: Project, slug: str, **policy: Any) -> AgentPersona:
+    from governance.rules.policy import PolicySettings
+
+    with actor_scope("test"):
+        agent = agents.ensure_agent(project, slug, policy=PolicySettings(**policy) if policy else None)
+        _, secret = credentials.create_agent_key(agent)
+    return AgentPersona(agent, secret)
+
+
+def token_client(user: User) -> APIClient:
+    with actor_scope("test"):
+        _, secret = credentials.create_access_token(user)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    return client
+
+
+@pytest.fixture
+def project(db: Any) -> Project:
+    with actor_scope("test"):
+        return agents.ensure_project("acme", name="ACME Corp")
+
+
+@pytest.fixture
+def other_project(db: Any) -> Project:
+    with actor_scope("test"):
+        return agents.ensure_project("globex", name="Globex")
+
+
+@pytest.fixture
+def support_bot(project: Project) -> AgentPersona:
+    return make_agent(project, "support-bot")
+
+
+@pytest.fixture
+def outsider_bot(other_project: Project) -> AgentPersona:
+    return make_agent(other_project, "globex-bot")
+
+
+@pytest.fixture
+def reviewer(project: Project) -> User:
+    return make_user("riley", "reviewer", project)
+
+
+@pytest.fixture
+def second_reviewer(project: Project) -> User:
+    return make_user("sam", "reviewer", project)
+
+
+@pytest.fixture
+def policy_editor(project: Project) -> User:
+    return make_user("pat", "policy_editor", project)
+
+
+@pytest.fixture
+def auditor(project: Project) -> User:
+    return make_user("audra", "auditor", project)
+
+
+@pytest.fixture
+def outsider(other_project: Project) -> User:
+    """A reviewer, but of another project."""
+    return make_user("olga", "reviewer", other_project)

@@ -47,10 +47,24 @@ def celery_worker_process(django_db_setup: Any, django_db_blocker: Any) -> Itera
     from django.conf import settings
     from django.db import connection
 
-    if settings.CELERY_BROKER_URL == "filesystem://":
-        for folder in ("queue", "processed"):
-            Path(settings.CELERY_FILESYSTEM_BROKER_DIR, folder).mkdir(parents=True, exist_ok=True)
+    from memoryadmin.celery import app
+
     env = dict(os.environ, DATABASE_NAME=connection.settings_dict["NAME"], PYTHONUNBUFFERED="1")
+    if settings.CELERY_BROKER_URL == "filesystem://":
+        # A broker folder of this test session's own, so a `make run` worker
+        # on the same checkout never takes the tests' tasks.
+        broker = _TMP / "broker"
+        folders = {"queue": broker / "queue", "processed": broker / "processed", "control": broker / "control"}
+        for folder in folders.values():
+            folder.mkdir(parents=True, exist_ok=True)
+        env["CELERY_FILESYSTEM_BROKER_DIR"] = str(broker)
+        app.conf.broker_transport_options = {
+            **app.conf.broker_transport_options,
+            "data_folder_in": str(folders["queue"]),
+            "data_folder_out": str(folders["queue"]),
+            "processed_folder": str(folders["processed"]),
+            "control_folder": str(folders["control"]),
+        }
     if "DATABASE_URL" in env:
         raise RuntimeError("The worker fixture expects the embedded test database.")
     log = open(_TMP / "worker.log", "wb")  # noqa: SIM115 (closed at teardown)
@@ -107,15 +121,6 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[s
     }
 
 
-def wait_until(predicate: Any, timeout: float = 30.0, interval: float = 0.2) -> Any:
-    """Poll until ``predicate()`` is truthy; return its value or fail."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"condition not met within {timeout} s")
 
 
 def pytest_sessionfinish(session: Any, exitstatus: int) -> None:

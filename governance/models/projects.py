@@ -152,6 +152,9 @@ class Session(models.Model):
         "governance.Fact", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
     resume_hint = models.TextField(blank=True)
+    # R9's mode, fixed when the session's first retrieval computes it: later
+    # rounds reuse the cached block, so they must agree with it.
+    mode = models.CharField(max_length=16, blank=True)
     # R12: the session-start block, computed on round 1 and returned
     # byte-identical afterwards; cleared when one of its facts is withdrawn.
     static_block = models.TextField(null=True, blank=True)

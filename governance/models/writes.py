@@ -35,6 +35,9 @@ class Write(models.Model):
     kind = models.CharField(max_length=32, choices=FactKind.choices)
     key = models.CharField(max_length=200, null=True, blank=True)
     statement = models.TextField()
+    # Keyed hash of the normalised statement (re-submission of rejected or
+    # tombstoned assertions, R5/R8); survives erasure of the statement.
+    fingerprint = models.CharField(max_length=64, db_index=True)
     source_type = models.CharField(max_length=32, choices=SourceType.choices)
     source_ref = models.CharField(max_length=500)
     source_observed_at = models.DateTimeField()

@@ -42,7 +42,7 @@ class Command(BaseCommand):
                 call_command("load_demo")
         connection.close()
         if settings.CELERY_BROKER_URL == "filesystem://":
-            for folder in ("queue", "processed"):
+            for folder in ("queue", "processed", "control"):
                 Path(settings.CELERY_FILESYSTEM_BROKER_DIR, folder).mkdir(parents=True, exist_ok=True)
 
         bin_dir = Path(sys.executable).parent

@@ -1,0 +1,90 @@
+"""POST /api/v1/retrieve and GET /api/v1/retrievals/{id} (DESIGN.md agent API)."""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from governance.api.base import AgentAPIView
+from governance.models import RetrievalEvent
+from governance.services import retrievals as retrieval_service
+
+
+class RetrieveRequestSerializer(serializers.Serializer):
+    principal = serializers.CharField(max_length=200, allow_null=True, required=True)
+    session = serializers.CharField(max_length=200, allow_null=True, required=False)
+    query = serializers.CharField(max_length=8000, allow_blank=True, required=False, default="", trim_whitespace=False)
+    round = serializers.IntegerField(min_value=1, required=False, default=1)
+    identity_verified = serializers.BooleanField(required=False, default=False)
+
+    def to_request(self) -> retrieval_service.RetrieveRequest:
+        data = self.validated_data
+        return retrieval_service.RetrieveRequest(
+            principal=data["principal"],
+            session=data.get("session"),
+            query=data.get("query") or "",
+            round=data.get("round") or 1,
+            identity_verified=bool(data.get("identity_verified")),
+        )
+
+
+def event_detail(event: RetrievalEvent) -> dict[str, object]:
+    return {
+        "retrieval_id": event.pk,
+        "agent": event.agent.slug,
+        "principal": event.principal.external_id if event.principal else None,
+        "session": event.session.external_id if event.session else None,
+        "round": event.round,
+        "query": event.query,
+        "mode": event.mode,
+        "identity_verified": event.identity_verified,
+        "policy_version": event.policy_version.version,
+        "context": event.context,
+        "tokens_used": event.tokens_used,
+        "token_budget": event.token_budget,
+        "candidates": [
+            {
+                "fact_id": c.fact_id,
+                "decision": c.decision,
+                "reason": c.reason,
+                "scores": c.scores,
+                "tier": c.tier,
+                "age_days": c.age_days,
+                "tokens": c.tokens,
+                "per_round": c.per_round,
+                "rank": c.rank,
+            }
+            for c in event.candidates.all()
+        ],
+        "candidate_count": event.candidate_count,
+        "excluded": event.excluded_count,
+        "static_block_cached": event.static_block_cached,
+        "timings": event.timings,
+        "created_at": event.created_at.isoformat(),
+    }
+
+
+class Retrieve(AgentAPIView):
+    @extend_schema(request=RetrieveRequestSerializer, summary="Retrieve the context block for a principal")
+    def post(self, request: Request) -> Response:
+        serializer = RetrieveRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            event, plan = retrieval_service.retrieve(self.agent(request), serializer.to_request())
+        except retrieval_service.SessionMismatch as exc:
+            raise serializers.ValidationError({"session": [str(exc)]}) from exc
+        return Response(retrieval_service.response_body(event, plan))
+
+
+class RetrievalDetail(AgentAPIView):
+    @extend_schema(summary="One retrieval event with every candidate's decision")
+    def get(self, request: Request, retrieval_id: int) -> Response:
+        event = get_object_or_404(
+            RetrievalEvent.objects.select_related("agent", "principal", "session", "policy_version"),
+            pk=retrieval_id,
+            project=self.project(request),
+        )
+        return Response(event_detail(event))

@@ -1,0 +1,65 @@
+"""POST /api/v1/sessions/{session}/end (DESIGN.md agent API; R9, R12, R17)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from governance.api.base import AgentAPIView
+from governance.api.errors import Conflict
+from governance.services import sessions as session_service
+
+
+class EndSessionSerializer(serializers.Serializer):
+    principal = serializers.CharField(max_length=200)
+    summary = serializers.CharField(max_length=8000, allow_blank=True)
+    resume_hint = serializers.CharField(max_length=1000, allow_blank=True)
+    first_event = serializers.CharField(max_length=200)
+    last_event = serializers.CharField(max_length=200)
+    source_text = serializers.CharField(max_length=100_000, required=False, allow_null=True, allow_blank=True)
+
+    def to_request(self) -> session_service.EndRequest:
+        data = self.validated_data
+        return session_service.EndRequest(
+            principal=data["principal"],
+            summary=data["summary"],
+            resume_hint=data["resume_hint"],
+            first_event=data["first_event"],
+            last_event=data["last_event"],
+            source_text=data.get("source_text") or None,
+        )
+
+
+class EndSession(AgentAPIView):
+    @extend_schema(request=EndSessionSerializer, summary="End a session with its summary and resume hint")
+    def post(self, request: Request, session_id: str) -> Response:
+        serializer = EndSessionSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            result = session_service.end_session(self.agent(request), session_id, serializer.to_request())
+        except session_service.SessionError as exc:
+            raise serializers.ValidationError({exc.field: [str(exc)]}) from exc
+        except session_service.SessionAlreadyEnded as exc:
+            raise Conflict(str(exc)) from exc
+        write = result.write
+        return Response(
+            {
+                "session": result.session.external_id,
+                "ended_at": result.session.ended_at.isoformat() if result.session.ended_at else None,
+                "resume_hint": result.session.resume_hint,
+                "slots_ended": result.slots_ended,
+                "summary": (
+                    {
+                        "write_id": write.pk,
+                        "status": write.status,
+                        "fact": {"id": write.fact.pk, "status": write.fact.status} if write.fact else None,
+                        "findings": write.findings,
+                        "check": result.check.to_dict() if result.check else None,
+                    }
+                    if write
+                    else None
+                ),
+            }
+        )

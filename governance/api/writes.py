@@ -1,0 +1,174 @@
+"""POST /api/v1/writes and GET /api/v1/writes/{id} (DESIGN.md agent API)."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from governance.api.base import AgentAPIView
+from governance.api.errors import Conflict
+from governance.models import Write
+from governance.models.facts import FactKind, SourceType
+from governance.services import writes as write_service
+
+KEY_PATTERN = re.compile(r"^[A-Za-z0-9_.:\-/]+$")
+# Clock skew we accept on observed_at; later than this is a bad timestamp.
+FUTURE_SKEW = timedelta(minutes=5)
+
+
+class SourceSerializer(serializers.Serializer):
+    type = serializers.ChoiceField(choices=SourceType.values)
+    ref = serializers.CharField(max_length=500, trim_whitespace=True)
+    observed_at = serializers.DateTimeField()
+
+    def validate_observed_at(self, value):  # type: ignore[no-untyped-def]
+        if value > timezone.now() + FUTURE_SKEW:
+            raise serializers.ValidationError("observed_at cannot be in the future.")
+        return value
+
+
+class WriteRequestSerializer(serializers.Serializer):
+    principal = serializers.CharField(max_length=200, allow_null=True, required=True)
+    kind = serializers.ChoiceField(choices=FactKind.values)
+    key = serializers.CharField(max_length=200, required=False, allow_null=True, allow_blank=False)
+    statement = serializers.CharField(max_length=4000, trim_whitespace=True)
+    source = SourceSerializer()
+    authority = serializers.IntegerField(min_value=1, max_value=5, required=False, allow_null=True)
+    valid_from = serializers.DateTimeField(required=False, allow_null=True)
+    valid_to = serializers.DateTimeField(required=False, allow_null=True)
+    session = serializers.CharField(max_length=200, required=False, allow_null=True)
+    derived_from_retrieval = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+
+    def validate_key(self, value):  # type: ignore[no-untyped-def]
+        if value is not None and not KEY_PATTERN.match(value):
+            raise serializers.ValidationError("Use letters, digits and _ . : - / only (e.g. deployment_region).")
+        return value
+
+    def validate(self, attrs):  # type: ignore[no-untyped-def]
+        errors: dict[str, str] = {}
+        if attrs.get("valid_from") and attrs.get("valid_to") and attrs["valid_from"] >= attrs["valid_to"]:
+            errors["valid_to"] = "valid_to must be after valid_from."
+        if attrs["kind"] == "slot" and not attrs.get("session"):
+            errors["session"] = "A slot belongs to one session: give the session id."
+        if attrs["kind"] == "slot" and attrs.get("principal") is None:
+            errors["principal"] = "A slot is working memory about a principal: give the principal."
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs
+
+    def to_request(self) -> write_service.WriteRequest:
+        data = self.validated_data
+        return write_service.WriteRequest(
+            principal=data["principal"],
+            kind=data["kind"],
+            key=data.get("key"),
+            statement=data["statement"],
+            source_type=data["source"]["type"],
+            source_ref=data["source"]["ref"],
+            source_observed_at=data["source"]["observed_at"],
+            authority=data.get("authority"),
+            valid_from=data.get("valid_from"),
+            valid_to=data.get("valid_to"),
+            session=data.get("session"),
+            derived_from_retrieval=data.get("derived_from_retrieval"),
+        )
+
+
+class FindingSerializer(serializers.Serializer):
+    check = serializers.CharField()
+    severity = serializers.CharField()
+    detail = serializers.CharField()
+
+
+class WriteCreatedSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    status = serializers.CharField()
+    fact = inline_serializer("FactRef", {"id": serializers.IntegerField(), "status": serializers.CharField()},
+                             allow_null=True)
+    findings = FindingSerializer(many=True)
+    supersedes = serializers.ListField(child=serializers.IntegerField())
+
+
+def write_detail(write: Write) -> dict[str, object]:
+    decision = getattr(write, "decision", None) if hasattr(write, "decision") else None
+    supersedes = list(write.fact.supersedes.values_list("old_fact_id", flat=True)) if write.fact else []
+    return {
+        "id": write.pk,
+        "status": write.status,
+        "outcome": write.outcome,
+        "principal": write.principal.external_id if write.principal else None,
+        "kind": write.kind,
+        "key": write.key,
+        "statement": write.statement,
+        "source": {
+            "type": write.source_type,
+            "ref": write.source_ref,
+            "observed_at": write.source_observed_at.isoformat(),
+        },
+        "authority": write.authority,
+        "requested_authority": write.requested_authority,
+        "valid_from": write.valid_from.isoformat() if write.valid_from else None,
+        "valid_to": write.valid_to.isoformat() if write.valid_to else None,
+        "session": write.session.external_id if write.session else None,
+        "derived_from_retrieval": write.derived_from_retrieval_id,
+        "findings": write.findings,
+        "decisions": (
+            [
+                {
+                    "action": decision.action,
+                    "reason": decision.reason,
+                    "reviewer": decision.reviewer.get_username(),
+                    "statement": decision.edited_statement or None,
+                    "created_at": decision.created_at.isoformat(),
+                }
+            ]
+            if decision
+            else []
+        ),
+        "fact": {"id": write.fact.pk, "status": write.fact.status} if write.fact else None,
+        "conflicts_with": write.conflicts_with_id,
+        "supersedes": supersedes,
+        "created_at": write.created_at.isoformat(),
+    }
+
+
+class WriteListCreate(AgentAPIView):
+    @extend_schema(
+        request=WriteRequestSerializer,
+        responses={201: WriteCreatedSerializer},
+        parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False)],
+        summary="Propose a memory write",
+    )
+    def post(self, request: Request) -> Response:
+        serializer = WriteRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        key = request.headers.get("Idempotency-Key") or None
+        if key is not None and len(key) > 200:
+            raise serializers.ValidationError({"Idempotency-Key": ["At most 200 characters."]})
+        try:
+            write = write_service.submit_write(self.agent(request), serializer.to_request(), idempotency_key=key)
+        except write_service.IdempotencyConflict as exc:
+            raise Conflict(str(exc)) from exc
+        except write_service.UnknownReference as exc:
+            raise serializers.ValidationError({exc.field: [str(exc)]}) from exc
+        return Response(write.response, status=status.HTTP_201_CREATED)
+
+
+class WriteDetail(AgentAPIView):
+    @extend_schema(summary="A write, its findings, decisions and fact")
+    def get(self, request: Request, write_id: int) -> Response:
+        write = get_object_or_404(
+            Write.objects.select_related("principal", "session", "fact", "decision__reviewer"),
+            pk=write_id,
+            project=self.project(request),
+        )
+        return Response(write_detail(write))
+
+

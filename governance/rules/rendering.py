@@ -1,0 +1,160 @@
+"""The context block an agent injects, rendered deterministically (R10, R12).
+
+Same input, same bytes: R12 hands the session-start block back byte-identical
+on later rounds so a prompt cache can hold it, and the retrieval event (R14)
+stores the exact text. Nothing here reads the clock, the environment or a
+dict's iteration order.
+
+Layout of the static (session-start) block, lines joined by ``"\\n"``::
+
+    <PRIORITY>
+    <mode line>
+    [Last session: <hint>]          resume mode only, when a hint exists
+    [Project:]                      only when there are project items
+    [- item ...]
+    [About the user:]               only when there are principal items
+    [- item ...]
+
+The per-round block is ``Relevant to this turn:`` followed by its items, and
+the context is the static block, a blank line, then the round block.
+
+Every item is exactly one line starting with ``"- "``. Statements, source refs
+and resume hints are attacker-controlled text (R5), so line breaks in them are
+collapsed to spaces: a statement cannot forge a second item, a heading or a
+priority line. Source refs also lose the ``[``, ``]`` and ``|`` characters that
+delimit the provenance tag, so a ref cannot forge ``AUTHORITY: 5`` (R4).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Protocol
+
+PRIORITY = (
+    "Remembered context (reference only). The current conversation is authoritative: "
+    "if anything below conflicts with what the user says now, follow the conversation."
+)
+RESUME_LINE = "Returning user: continue where you left off; do not re-introduce yourself."
+RESUME_HINT_PREFIX = "Last session: "
+CONFIRM_LINE = (
+    "It has been a while since the last conversation: confirm the user's identity, "
+    "and confirm the remembered details below before relying on them."
+)
+NEW_LINE = "New or long-absent user: there is no memory about them to rely on; ask rather than assume."
+PROJECT_HEADING = "Project:"
+PRINCIPAL_HEADING = "About the user:"
+ROUND_HEADING = "Relevant to this turn:"
+ITEM_PREFIX = "- "
+RECONFIRM_PREFIX = "Previously mentioned (please re-confirm): "
+BLOCK_SEPARATOR = "\n\n"
+
+MODES: tuple[str, ...] = ("resume", "confirm", "new")
+TIERS: tuple[str, ...] = ("recent", "confirm")
+
+_MODE_LINES = {"resume": RESUME_LINE, "confirm": CONFIRM_LINE, "new": NEW_LINE}
+
+# Every character str.splitlines() treats as a line boundary, with the spaces
+# around it, so no renderer or model sees a break the statement smuggled in.
+_LINE_BREAKS = re.compile(r"[ \t]*[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]+[ \t]*")
+_TAG_DELIMITERS = str.maketrans({"[": "(", "]": ")", "|": "/"})
+
+
+class RenderableItem(Protocol):
+    """What an item line needs; retrieval's ``SelectedItem`` satisfies it."""
+
+    @property
+    def statement(self) -> str: ...
+
+    @property
+    def source_ref(self) -> str: ...
+
+    @property
+    def authority(self) -> int: ...
+
+    @property
+    def age_days(self) -> int: ...
+
+    @property
+    def tier(self) -> str: ...
+
+
+def single_line(text: str) -> str:
+    """``text`` with every line break (and the blanks around it) collapsed to one space."""
+    return _LINE_BREAKS.sub(" ", text).strip()
+
+
+def render_item(item: RenderableItem) -> str:
+    """``- {statement} [SOURCE: {ref} | AUTHORITY: {n} | AGE: {d} days]`` (R10).
+
+    Confirm-tier items are phrased for re-confirmation (R9). ``days`` is
+    always plural so the tag parses the same way for every age.
+    """
+    if item.tier not in TIERS:
+        raise ValueError(f"Unknown tier {item.tier!r}; expected one of: {', '.join(TIERS)}.")
+    ref = single_line(item.source_ref).translate(_TAG_DELIMITERS)
+    tag = f"[SOURCE: {ref} | AUTHORITY: {item.authority} | AGE: {item.age_days} days]"
+    prefix = RECONFIRM_PREFIX if item.tier == "confirm" else ""
+    return f"{ITEM_PREFIX}{prefix}{single_line(item.statement)} {tag}"
+
+
+def mode_lines(mode: str, resume_hint: str | None = None) -> list[str]:
+    """The session-mode instruction (R9); the resume hint only in ``resume`` mode."""
+    if mode not in _MODE_LINES:
+        raise ValueError(f"Unknown session mode {mode!r}; expected one of: {', '.join(MODES)}.")
+    lines = [_MODE_LINES[mode]]
+    hint = single_line(resume_hint or "")
+    if mode == "resume" and hint:
+        lines.append(RESUME_HINT_PREFIX + hint)
+    return lines
+
+
+def render_static_block(
+    mode: str,
+    resume_hint: str | None,
+    project_items: Sequence[RenderableItem],
+    principal_items: Sequence[RenderableItem],
+) -> str:
+    """The session-start block: priority statement, mode lines, then the items.
+
+    The header is rendered even with no items, so an agent meeting a new user
+    is still told to ask rather than assume.
+    """
+    lines = [PRIORITY, *mode_lines(mode, resume_hint)]
+    if project_items:
+        lines.append(PROJECT_HEADING)
+        lines.extend(render_item(item) for item in project_items)
+    if principal_items:
+        lines.append(PRINCIPAL_HEADING)
+        lines.extend(render_item(item) for item in principal_items)
+    return "\n".join(lines)
+
+
+def render_round_block(items: Sequence[RenderableItem]) -> str:
+    """The per-round block (R12), or ``""`` when nothing is relevant to this turn."""
+    if not items:
+        return ""
+    return "\n".join([ROUND_HEADING, *(render_item(item) for item in items)])
+
+
+def join_context(static_block: str, round_block: str) -> str:
+    """The text the agent injects: static block, blank line, round block.
+
+    The static block comes first and unchanged so it stays a cacheable prefix
+    of every round's context (R12).
+    """
+    if not static_block:
+        return round_block
+    if not round_block:
+        return static_block
+    return static_block + BLOCK_SEPARATOR + round_block
+
+
+def count_item_lines(block: str) -> int:
+    """How many items a rendered block holds.
+
+    Exact because rendering guarantees one line per item and no other line
+    starting with ``"- "`` (headers are fixed text; statements and hints lose
+    their line breaks).
+    """
+    return sum(1 for line in block.split("\n") if line.startswith(ITEM_PREFIX))

@@ -1,0 +1,535 @@
+"""Retrieval steps 2, 4 and 5 (DESIGN.md, "Retrieval, step by step") as pure functions.
+
+The selector fetches candidates and the service writes the event; everything
+that decides what an agent is told lives here, over plain data, so every rule
+can be tested exhaustively without a database.
+
+Order of work in ``plan_retrieval``:
+
+1. Each candidate gets eligibility checks, first match wins, so the event
+   carries exactly one reason per exclusion (R14).
+2. Survivors are scored and ranked (total desc, then fact id, so equal
+   scores never reorder between runs).
+3. Walking in rank order: duplicates of a higher-ranked survivor, then
+   unkeyed snippets contradicting a keyed fact (R18), drop out.
+4. At most ``max_items`` are kept, then packed into the token budget in rank
+   order; the first item that does not fit ends the packing (R11).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from governance.rules import rendering
+from governance.rules.policy import PolicySettings
+from governance.rules.tokens import count_tokens
+
+REASONS: tuple[str, ...] = (
+    "below_authority",
+    "stale",
+    "expired",
+    "not_yet_valid",
+    "superseded",
+    "withdrawn",
+    "not_active",
+    "kind_not_allowed",
+    "identity_unverified",
+    "low_relevance",
+    "duplicate",
+    "conflict_lost",
+    "over_budget",
+)
+MODES = rendering.MODES
+
+# In-session working memory: always retrieved per round, whatever the policy
+# says, and never dropped for low relevance (it is this session's state).
+SLOT_KIND = "slot"
+
+CONFIDENCE_FACTORS: dict[str, float] = {
+    "verified": 1.0,
+    "corroborated": 0.9,
+    "unverified": 0.75,
+    "disputed": 0.4,
+}
+DUPLICATE_COSINE = 0.95
+MAX_AUTHORITY = 5
+
+# Statuses that have their own exclusion reason; every other non-active status
+# (pending_review, quarantined, rejected, out_of_scope) is ``not_active`` (R2).
+_STATUS_REASONS = {"superseded": "superseded", "withdrawn": "withdrawn", "expired": "expired"}
+
+_DAY = timedelta(days=1)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    fact_id: int
+    kind: str
+    key: str | None
+    statement: str
+    status: str
+    is_project_fact: bool  # the fact's principal is null
+    source_type: str
+    source_ref: str
+    authority: int
+    confidence: str
+    valid_from: datetime | None
+    valid_to: datetime | None
+    last_verified_at: datetime
+    relevance: float | None = None  # cosine similarity to the query; None without a query
+    embedding: tuple[float, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Decision:
+    fact_id: int
+    decision: str  # "selected" | "excluded"
+    reason: str | None  # one of REASONS when excluded
+    tier: str | None  # set once the fact passed the staleness check
+    age_days: int
+    scores: dict[str, float]  # relevance, freshness, confidence, total
+    tokens: int  # tokens of its rendered line; 0 if it was never rendered
+    per_round: bool
+
+
+@dataclass(frozen=True)
+class SelectedItem:
+    fact_id: int
+    statement: str
+    kind: str
+    source_type: str
+    source_ref: str
+    authority: int
+    age_days: int
+    tier: str
+    tokens: int
+    per_round: bool
+    is_project_fact: bool
+
+
+@dataclass(frozen=True)
+class RetrievalPlan:
+    decisions: tuple[Decision, ...]  # one per candidate, in the candidates' order
+    selected: tuple[SelectedItem, ...]  # rank order
+    static_block: str
+    round_block: str
+    context: str
+    tokens_used: int
+    token_budget: int
+
+
+def age_in_days(since: datetime, now: datetime) -> int:
+    """Whole days from ``since`` to ``now``, floored; a future time counts as 0.
+
+    A verification stamped slightly after ``now`` (clock skew between writer
+    and reader) must not yield a negative age that would out-rank fresh facts.
+    """
+    return max(0, (now - since) // _DAY)
+
+
+def session_mode(last_interaction: datetime | None, now: datetime, policy: PolicySettings) -> str:
+    """``resume``, ``confirm`` or ``new`` from the principal's last interaction (R9)."""
+    if last_interaction is None:
+        return "new"
+    days = age_in_days(last_interaction, now)
+    if days <= policy.session_resume_days:
+        return "resume"
+    if days <= policy.session_confirm_days:
+        return "confirm"
+    return "new"
+
+
+def is_per_round(kind: str, policy: PolicySettings) -> bool:
+    return kind == SLOT_KIND or policy.is_per_round(kind)
+
+
+def score(candidate: Candidate, age_days: int, policy: PolicySettings) -> dict[str, float]:
+    """Ranking scores (step 5): relevance, freshness decay, confidence x authority."""
+    relevance = candidate.relevance if candidate.relevance is not None else 0.0
+    freshness = 0.5 ** (age_days / policy.decay_half_life_days)
+    # An unknown confidence state ranks like ``disputed``: never above a known one.
+    factor = CONFIDENCE_FACTORS.get(candidate.confidence, CONFIDENCE_FACTORS["disputed"])
+    confidence = candidate.authority / MAX_AUTHORITY * factor
+    total = (
+        policy.weight_relevance * relevance
+        + policy.weight_freshness * freshness
+        + policy.weight_confidence * confidence
+    )
+    return {"relevance": relevance, "freshness": freshness, "confidence": confidence, "total": total}
+
+
+def plan_retrieval(
+    candidates: Sequence[Candidate],
+    policy: PolicySettings,
+    *,
+    now: datetime,
+    mode: str,
+    identity_verified: bool,
+    resume_hint: str | None,
+    cached_static_block: str | None,
+    cached_static_facts: Sequence[Candidate] = (),
+) -> RetrievalPlan:
+    """Decide, rank, pack and render one retrieval.
+
+    Round 1 of a session passes ``cached_static_block=None`` and all
+    candidates; the plan's ``static_block`` is what the caller caches. Later
+    rounds (R12) pass that block back, only per-round candidates, and
+    optionally ``cached_static_facts``: the static facts the cached block
+    holds, consulted (never re-decided) so a per-round snippet that repeats or
+    contradicts them is still a ``duplicate`` or ``conflict_lost``.
+
+    The cached block is returned byte-identical and the round items get only
+    the budget it leaves. If the header alone (or the cached block) exceeds
+    the budget, nothing is injected: R11 is a hard limit, and an empty context
+    is safer than a truncated one (R13). An empty cached block (round 1's
+    header did not fit) likewise admits no round items, which would otherwise
+    arrive without the priority statement (R10).
+    """
+    if mode not in MODES:
+        raise ValueError(f"Unknown session mode {mode!r}; expected one of: {', '.join(MODES)}.")
+    if cached_static_block is None and cached_static_facts:
+        raise ValueError("cached_static_facts only make sense with a cached_static_block (R12).")
+    if cached_static_block is not None:
+        static_kinds = sorted({c.kind for c in candidates if not is_per_round(c.kind, policy)})
+        if static_kinds:
+            raise ValueError(
+                f"Static kinds ({', '.join(static_kinds)}) are injected once per session (R12); "
+                "do not pass them again with a cached static block."
+            )
+
+    ages = [age_in_days(c.last_verified_at, now) for c in candidates]
+    scores = [score(c, age, policy) for c, age in zip(candidates, ages, strict=True)]
+    reasons: list[str | None] = []
+    tiers: list[str | None] = []
+    for candidate, age in zip(candidates, ages, strict=True):
+        reason, tier = _eligibility(candidate, age, policy, now=now, mode=mode, verified=identity_verified)
+        reasons.append(reason)
+        tiers.append(tier)
+
+    eligible = [i for i, reason in enumerate(reasons) if reason is None]
+    ranked = sorted(eligible, key=lambda i: (-scores[i]["total"], candidates[i].fact_id))
+
+    # Duplicates and R18 conflicts, in rank order: the higher-ranked fact wins.
+    keyed = [candidates[i] for i in eligible if candidates[i].key] + [c for c in cached_static_facts if c.key]
+    kept_facts: list[Candidate] = list(cached_static_facts)
+    survivors: list[int] = []
+    for i in ranked:
+        candidate = candidates[i]
+        if any(_is_duplicate(candidate, other) for other in kept_facts):
+            reasons[i] = "duplicate"
+        elif (
+            candidate.key is None
+            and is_per_round(candidate.kind, policy)
+            and any(_contradicts(candidate.statement, fact) for fact in keyed)
+        ):
+            reasons[i] = "conflict_lost"
+        else:
+            kept_facts.append(candidate)
+            survivors.append(i)
+
+    slots = policy.max_items
+    if cached_static_block is not None:
+        # max_items bounds the whole injected context, cached items included.
+        slots -= rendering.count_item_lines(cached_static_block)
+    slots = max(0, slots)
+    for i in survivors[slots:]:
+        reasons[i] = "over_budget"
+
+    line_tokens = [0] * len(candidates)
+    accepted, static_block, round_block, context, used = _pack(
+        survivors[:slots],
+        candidates,
+        ages,
+        tiers,
+        policy,
+        mode=mode,
+        resume_hint=resume_hint,
+        cached_static_block=cached_static_block,
+        reasons=reasons,
+        line_tokens=line_tokens,
+    )
+
+    decisions = tuple(
+        Decision(
+            fact_id=candidate.fact_id,
+            decision="excluded" if reasons[i] else "selected",
+            reason=reasons[i],
+            tier=tiers[i],
+            age_days=ages[i],
+            scores=scores[i],
+            tokens=line_tokens[i],
+            per_round=is_per_round(candidate.kind, policy),
+        )
+        for i, candidate in enumerate(candidates)
+    )
+    selected = tuple(
+        _selected_item(candidates[i], ages[i], tiers[i], line_tokens[i], policy) for i in accepted
+    )
+    return RetrievalPlan(
+        decisions=decisions,
+        selected=selected,
+        static_block=static_block,
+        round_block=round_block,
+        context=context,
+        tokens_used=used,
+        token_budget=policy.token_budget,
+    )
+
+
+def _eligibility(
+    candidate: Candidate,
+    age: int,
+    policy: PolicySettings,
+    *,
+    now: datetime,
+    mode: str,
+    verified: bool,
+) -> tuple[str | None, str | None]:
+    """(exclusion reason or None, tier or None); the order of checks is the contract (R14)."""
+    if candidate.status != "active":
+        return _STATUS_REASONS.get(candidate.status, "not_active"), None  # R2
+    if candidate.kind not in policy.allowed_kinds:
+        return "kind_not_allowed", None
+    # Validity beats status: a fact past valid_to is never injected even before
+    # the expiry sweep has flipped its status (R2, R8).
+    if candidate.valid_to is not None and candidate.valid_to <= now:
+        return "expired", None
+    if candidate.valid_from is not None and candidate.valid_from > now:
+        return "not_yet_valid", None
+    principal = not candidate.is_project_fact
+    if principal and policy.require_identity_verification and not verified:
+        return "identity_unverified", None  # R13
+    if principal and mode == "new":
+        return "stale", None  # R9: no principal memory for a new or long-absent principal
+    if candidate.authority < policy.min_authority:
+        return "below_authority", None
+    if age > policy.confirm_days:
+        return "stale", None  # R9
+    tier = "recent" if age <= policy.recent_days else "confirm"
+    if principal and mode == "confirm":
+        tier = "confirm"  # R9: every principal item is re-confirmed in confirm mode
+    # Step 4: only per-round kinds face the relevance floor; static memory is
+    # ordered by relevance but never excluded for it. Slots are this session's
+    # working state and always relevant.
+    floor_applies = candidate.kind != SLOT_KIND and policy.is_per_round(candidate.kind)
+    if floor_applies and (candidate.relevance is None or candidate.relevance < policy.min_relevance):
+        return "low_relevance", tier
+    return None, tier
+
+
+def _pack(
+    ranked: list[int],
+    candidates: Sequence[Candidate],
+    ages: list[int],
+    tiers: list[str | None],
+    policy: PolicySettings,
+    *,
+    mode: str,
+    resume_hint: str | None,
+    cached_static_block: str | None,
+    reasons: list[str | None],
+    line_tokens: list[int],
+) -> tuple[list[int], str, str, str, int]:
+    """Take items in rank order while the whole rendered context fits (R11).
+
+    The full context is re-rendered and re-counted for every item: token
+    counts are not additive across line joins, and a sum of per-line counts
+    could let the block overshoot. Marks ``over_budget`` in ``reasons`` and
+    fills ``line_tokens`` for every item it rendered.
+    """
+    budget = policy.token_budget
+    accepted: list[int] = []
+
+    def render(indices: list[int]) -> tuple[str, str, str]:
+        items = [
+            (candidates[i], _selected_item(candidates[i], ages[i], tiers[i], 0, policy)) for i in indices
+        ]
+        if cached_static_block is not None:
+            static = cached_static_block
+        else:
+            static = rendering.render_static_block(
+                mode,
+                resume_hint,
+                [item for c, item in items if not item.per_round and c.is_project_fact],
+                [item for c, item in items if not item.per_round and not c.is_project_fact],
+            )
+        round_ = rendering.render_round_block([item for _, item in items if item.per_round])
+        return static, round_, rendering.join_context(static, round_)
+
+    static, round_, context = render([])
+    used = count_tokens(context, policy.encoding)
+    # An empty cached block means round 1's header did not fit: round items
+    # without the priority statement would break R10, so they wait too.
+    if used > budget or cached_static_block == "":
+        for i in ranked:
+            reasons[i] = "over_budget"
+        return [], "", "", "", 0
+
+    for position, i in enumerate(ranked):
+        trial = render([*accepted, i])
+        trial_used = count_tokens(trial[2], policy.encoding)
+        line_tokens[i] = count_tokens(
+            rendering.render_item(_selected_item(candidates[i], ages[i], tiers[i], 0, policy)),
+            policy.encoding,
+        )
+        if trial_used > budget:
+            # R11: stop at the first item that does not fit; a smaller,
+            # lower-ranked item never jumps the queue.
+            for j in ranked[position:]:
+                reasons[j] = "over_budget"
+            break
+        accepted.append(i)
+        (static, round_, context), used = trial, trial_used
+    return accepted, static, round_, context, used
+
+
+def _selected_item(
+    candidate: Candidate, age: int, tier: str | None, tokens: int, policy: PolicySettings
+) -> SelectedItem:
+    return SelectedItem(
+        fact_id=candidate.fact_id,
+        statement=candidate.statement,
+        kind=candidate.kind,
+        source_type=candidate.source_type,
+        source_ref=candidate.source_ref,
+        authority=candidate.authority,
+        age_days=age,
+        tier=tier or "recent",
+        tokens=tokens,
+        per_round=is_per_round(candidate.kind, policy),
+        is_project_fact=candidate.is_project_fact,
+    )
+
+
+# --- duplicates -----------------------------------------------------------
+
+
+def normalise_statement(statement: str) -> str:
+    """Comparison form: NFKC, case-folded, single-spaced, without closing punctuation."""
+    text = unicodedata.normalize("NFKC", statement).casefold()
+    return " ".join(text.split()).rstrip(".!?;:, ")
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float | None:
+    """Cosine similarity, or None when the vectors cannot be compared."""
+    if len(a) != len(b) or not a:
+        return None
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    if norm == 0:
+        return None
+    return sum(x * y for x, y in zip(a, b, strict=True)) / norm
+
+
+def _is_duplicate(candidate: Candidate, other: Candidate) -> bool:
+    if normalise_statement(candidate.statement) == normalise_statement(other.statement):
+        return True
+    if candidate.embedding is None or other.embedding is None:
+        return False
+    similarity = cosine(candidate.embedding, other.embedding)
+    return similarity is not None and similarity >= DUPLICATE_COSINE
+
+
+# --- R18: structured beats similar ----------------------------------------
+#
+# A snippet "talks about" a key when every word of the key (underscores as
+# spaces, stop words dropped) shares a stem with some word of the snippet.
+# Stems are approximated by prefixes, which needs no language model and is
+# deterministic: two words share a stem when they are equal, or the shorter
+# one has at least 3 letters and they agree on their first min(5, len(shorter))
+# letters. So key "deployment_region" matches "We deploy in us-east-1 region"
+# ("deploy"/"deployment" share "deplo"). The keyed fact's distinguishing value
+# is what is left of its statement after removing the key's words and stop
+# words ("Deploy to eu-west-2" -> {"eu-west-2"}). The snippet agrees when it
+# contains any of those value tokens verbatim; otherwise it is about the same
+# subject with a different answer, and the keyed fact wins (conflict_lost).
+# A keyed fact whose statement is nothing but its key has no value to compare
+# and never excludes anything.
+
+# Tokens keep inner hyphens, dots, colons and slashes so values such as
+# "eu-west-2", "3.11" or "10:30" stay whole; underscores split words.
+_TOKEN = re.compile(r"[^\W_]+(?:[-.:/][^\W_]+)*")
+_WORD = re.compile(r"[^\W_]+")
+# fmt: off
+_STOP_WORDS = frozenset(
+    {
+        "a", "an", "the", "to", "in", "on", "at", "of", "for", "from", "by", "with", "and", "or",
+        "but", "not", "no", "is", "are", "was", "were", "be", "been", "being", "has", "have", "had",
+        "do", "does", "did", "will", "would", "shall", "should", "can", "could", "may", "might",
+        "must", "it", "its", "this", "that", "these", "those", "there", "here", "as", "into", "onto",
+        "than", "then", "so", "such", "i", "me", "my", "we", "our", "you", "your", "he", "him", "his",
+        "she", "her", "they", "them", "their", "user", "users", "now", "currently", "set",
+    }
+)
+# fmt: on
+
+
+def _tokens(text: str) -> list[str]:
+    return _TOKEN.findall(unicodedata.normalize("NFKC", text).casefold())
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(unicodedata.normalize("NFKC", text).casefold()))
+
+
+def share_stem(a: str, b: str) -> bool:
+    """Whether two lower-case words look like forms of one word (see the R18 note)."""
+    if a == b:
+        return True
+    shorter = min(len(a), len(b))
+    if shorter < 3:
+        return False
+    need = min(5, shorter)
+    return a[:need] == b[:need]
+
+
+def key_words(key: str) -> list[str]:
+    """Content words of a key: ``deployment_region`` -> ``["deployment", "region"]``."""
+    return [w for w in _WORD.findall(key.casefold()) if w not in _STOP_WORDS]
+
+
+def _mentions(words: Iterable[str], text_words: set[str]) -> bool:
+    return all(any(share_stem(w, t) for t in text_words) for w in words)
+
+
+def distinguishing_values(statement: str, key: str) -> set[str]:
+    """Tokens of a keyed fact's statement that carry its value, not its subject."""
+    subject = key_words(key)
+    values = set()
+    for token in _tokens(statement):
+        if token in _STOP_WORDS:
+            continue
+        parts = _WORD.findall(token)
+        # A token that only restates the key ("deploy", "region") is subject.
+        if parts and all(any(share_stem(p, w) for w in subject) for p in parts):
+            continue
+        values.add(token)
+    return values
+
+
+def _contradicts(snippet: str, keyed_fact: Candidate) -> bool:
+    """R18: ``snippet`` talks about ``keyed_fact``'s key without its value."""
+    if not keyed_fact.key:
+        return False
+    subject = key_words(keyed_fact.key)
+    if not subject or not _mentions(subject, _words(snippet)):
+        return False
+    values = distinguishing_values(keyed_fact.statement, keyed_fact.key)
+    if not values:
+        return False
+    return not values & set(_tokens(snippet))
+
+
+def freshness_tier(age_days: int, policy: PolicySettings) -> str:
+    """R9's tier by age alone, for showing what an agent holds: ``recent``, ``confirm`` or ``stale``.
+
+    A retrieval also weighs status, validity, authority and session mode
+    (``_eligibility``); this is only the age part, for a fact already active.
+    """
+    if age_days <= policy.recent_days:
+        return "recent"
+    return "confirm" if age_days <= policy.confirm_days else "stale"

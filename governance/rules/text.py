@@ -1,0 +1,173 @@
+"""Text normalisation, keyed fingerprints and lexical similarity for statements.
+
+Pure functions over strings. Two statements that a person would read as the
+same assertion ("User prefers  Dark mode." and "user prefers dark mode")
+normalise equal, so a tombstone (R8) or an earlier rejection (R5) cannot be
+dodged with spacing, case, punctuation or invisible characters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import unicodedata
+
+# U+200E/U+200F are bidi marks rather than zero-width spaces, but they render
+# as nothing, so the write guard treats them with the zero-width family (R5).
+ZERO_WIDTH_CHARS: frozenset[str] = frozenset("\u200b\u200c\u200d\u200e\u200f\u2060\ufeff")
+BIDI_CONTROL_CHARS: frozenset[str] = frozenset(
+    "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
+# Invisible characters outside the Cf category that have been used to pad or
+# hide text (soft hyphen is Cf, these are not).
+_OTHER_INVISIBLE: frozenset[str] = frozenset(
+    "\u034f\u115f\u1160\u17b4\u17b5\u180e\u3164\uffa0"
+)
+# Unicode tag characters spell ASCII invisibly ("ASCII smuggling").
+TAG_CHAR_RANGE = range(0xE0000, 0xE0080)
+
+
+def is_hidden_char(ch: str) -> bool:
+    """True for characters that render as nothing (or reorder what renders)."""
+    if ch in ZERO_WIDTH_CHARS or ch in BIDI_CONTROL_CHARS or ch in _OTHER_INVISIBLE:
+        return True
+    if ord(ch) in TAG_CHAR_RANGE:
+        return True
+    return unicodedata.category(ch) == "Cf"
+
+
+def _is_variation_selector(ch: str) -> bool:
+    code = ord(ch)
+    return 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF
+
+
+def strip_hidden(text: str) -> str:
+    """Remove every character for which :func:`is_hidden_char` holds."""
+    return "".join(ch for ch in text if not is_hidden_char(ch))
+
+
+# Letters of other scripts that render like Latin ones. Every value is one
+# character so folding keeps string length: the guard maps match positions in
+# the folded text back onto the text a reviewer sees.
+_CONFUSABLES: dict[str, str] = {
+    # Cyrillic (escaped: the point is that they look like Latin letters)
+    "\u0430": "a", "\u0435": "e", "\u043e": "o", "\u0440": "p", "\u0441": "c", "\u0443": "y",
+    "\u0445": "x", "\u0456": "i", "\u0458": "j", "\u0455": "s", "\u0501": "d", "\u051b": "q",
+    "\u051d": "w", "\u04bb": "h", "\u04cf": "l", "\u0475": "v", "\u0410": "A", "\u0412": "B",
+    "\u0415": "E", "\u041a": "K", "\u041c": "M", "\u041d": "H", "\u041e": "O", "\u0420": "P",
+    "\u0421": "C", "\u0422": "T", "\u0423": "Y", "\u0425": "X", "\u0406": "I", "\u0408": "J",
+    "\u0405": "S", "\u051a": "Q", "\u051c": "W", "\u04ae": "Y", "\u04c0": "I",
+    # Greek
+    "\u03b1": "a", "\u03b5": "e", "\u03b9": "i", "\u03ba": "k", "\u03bd": "v", "\u03bf": "o",
+    "\u03c1": "p", "\u03c4": "t", "\u03c5": "u", "\u03c7": "x", "\u03f2": "c", "\u03f3": "j",
+    "\u0391": "A", "\u0392": "B", "\u0395": "E", "\u0396": "Z", "\u0397": "H", "\u0399": "I",
+    "\u039a": "K", "\u039c": "M", "\u039d": "N", "\u039f": "O", "\u03a1": "P", "\u03a4": "T",
+    "\u03a5": "Y", "\u03a7": "X", "\u03f9": "C",
+}
+CONFUSABLE_CHARS: frozenset[str] = frozenset(_CONFUSABLES)
+_CONFUSABLE_TABLE = str.maketrans(_CONFUSABLES)
+
+
+def fold_confusables(text: str) -> str:
+    """Replace Cyrillic/Greek look-alike letters with the Latin letter they imitate.
+
+    Length-preserving. Used for matching only: folding a Russian sentence gives
+    gibberish, which is harmless for comparison and never shown to anyone.
+    """
+    return text.translate(_CONFUSABLE_TABLE)
+
+
+def normalise_statement(statement: str) -> str:
+    """Canonical form of a statement for equality: NFKC, no hidden characters,
+    casefolded, single spaces, no trailing punctuation."""
+    text = unicodedata.normalize("NFKC", statement)
+    text = "".join(
+        ch for ch in text if not is_hidden_char(ch) and not _is_variation_selector(ch)
+    )
+    # Casefolding can produce sequences NFKC would compose differently
+    # (e.g. some ligatures), so normalise again to keep one canonical form.
+    text = unicodedata.normalize("NFKC", text.casefold())
+    text = " ".join(text.split())
+    end = len(text)
+    while end and (unicodedata.category(text[end - 1]).startswith("P") or text[end - 1].isspace()):
+        end -= 1
+    return text[:end]
+
+
+def statement_fingerprint(statement: str, key: bytes) -> str:
+    """HMAC-SHA256 (hex) of the normalised statement, keyed with the project secret.
+
+    Tombstones keep only this hash (R8): without the key, a dictionary of
+    likely statements cannot be hashed to find out what was withdrawn.
+    Look-alike letters are folded first so "admin" spelled with a Cyrillic a
+    (U+0430) still matches a tombstone or rejection of "admin" (R5).
+    """
+    if not key:
+        raise ValueError("fingerprint key must not be empty: an unkeyed hash can be reversed")
+    canonical = normalise_statement(fold_confusables(unicodedata.normalize("NFKC", statement)))
+    return hmac.new(key, canonical.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+_TOKEN = re.compile(r"\w+(?:['\u2019.\-]\w+)*")
+_NEGATIONS = frozenset({"not", "no", "never", "none", "nobody", "nothing", "neither", "nor",
+                        "cannot", "without"})
+
+
+def _tokens(normalised: str) -> set[str]:
+    return set(_TOKEN.findall(normalised))
+
+
+def _shingles(normalised: str, size: int = 3) -> set[str]:
+    padded = f" {normalised} "
+    if len(padded) <= size:
+        return {padded}
+    return {padded[i : i + size] for i in range(len(padded) - size + 1)}
+
+
+def _dice(a: set[str], b: set[str]) -> float:
+    if not a and not b:
+        return 1.0
+    return 2 * len(a & b) / (len(a) + len(b))
+
+
+def similarity(a: str, b: str) -> float:
+    """Lexical similarity in [0, 1] of two statements after normalisation.
+
+    The higher of token-set and character-trigram Dice: the first ignores word
+    order, the second tolerates small edits inside words. No embeddings, so it
+    is cheap enough to run against every recent write of an agent.
+    """
+    return _similarity(normalise_statement(a), normalise_statement(b))
+
+
+def _similarity(na: str, nb: str) -> float:
+    if na == nb:
+        return 1.0
+    if not na or not nb:
+        return 0.0
+    return max(_dice(_tokens(na), _tokens(nb)), _dice(_shingles(na), _shingles(nb)))
+
+
+def _numbers(tokens: set[str]) -> set[str]:
+    return {t for t in tokens if any(ch.isdigit() for ch in t)}
+
+
+def _is_negated(tokens: set[str]) -> bool:
+    return any(t in _NEGATIONS or t.endswith(("n't", "n\u2019t")) for t in tokens)
+
+
+def near_duplicate(a: str, b: str, threshold: float = 0.9) -> bool:
+    """True when ``a`` and ``b`` make the same assertion in nearly the same words.
+
+    Lexical similarity alone would call "region is eu-west-1" and "region is
+    eu-west-2", or "is an admin" and "is not an admin", near duplicates; those
+    are different claims, so differing numbers or negation rule it out.
+    """
+    na, nb = normalise_statement(a), normalise_statement(b)
+    if na == nb:
+        return True
+    ta, tb = _tokens(na), _tokens(nb)
+    if _numbers(ta) != _numbers(tb) or _is_negated(ta) != _is_negated(tb):
+        return False
+    return _similarity(na, nb) >= threshold

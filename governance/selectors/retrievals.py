@@ -1,0 +1,339 @@
+"""Reads for retrieval: the candidate query, and the retrieval log for people."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.db.models import Max, Q, QuerySet
+from pgvector.django import CosineDistance
+
+from governance.models import Agent, Fact, Principal, Project, RetrievalCandidate, RetrievalEvent, Session
+from governance.rules.policy import PolicySettings
+from governance.rules.retrieval import Candidate, age_in_days, freshness_tier
+from governance.selectors.facts import active_memories
+
+# How much history of non-active facts an event explains per retrieval: the
+# newest ones are enough to say why a superseded or withdrawn fact was not used.
+INACTIVE_HISTORY_LIMIT = 200
+NEAREST_LIMIT_MIN = 50
+
+CANDIDATE_FIELDS = (
+    "id",
+    "kind",
+    "key",
+    "statement",
+    "status",
+    "principal_id",
+    "source_type",
+    "source_ref",
+    "authority",
+    "confidence",
+    "valid_from",
+    "valid_to",
+    "last_verified_at",
+)
+
+
+def _scope(project: Project, principal: Principal | None) -> Q:
+    """R1: this principal's facts and the project's principal-less facts, nothing else."""
+    scope = Q(project=project, principal__isnull=True, session__isnull=True)
+    if principal is not None:
+        scope |= Q(project=project, principal=principal, session__isnull=True)
+    return scope
+
+
+def _to_candidate(row: Any, relevance: float | None) -> Candidate:
+    return Candidate(
+        fact_id=row.id,
+        kind=row.kind,
+        key=row.key,
+        statement=row.statement,
+        status=row.status,
+        is_project_fact=row.principal_id is None,
+        source_type=row.source_type,
+        source_ref=row.source_ref,
+        authority=row.authority,
+        confidence=row.confidence,
+        valid_from=row.valid_from,
+        valid_to=row.valid_to,
+        last_verified_at=row.last_verified_at,
+        relevance=relevance,
+    )
+
+
+def _with_relevance(qs: QuerySet[Fact], query_vector: Sequence[float] | None) -> QuerySet[Fact]:
+    if query_vector is None:
+        return qs
+    return qs.annotate(distance=CosineDistance("embedding", list(query_vector)))
+
+
+def _relevance(row: Any) -> float | None:
+    distance = getattr(row, "distance", None)
+    return None if distance is None else max(0.0, 1.0 - float(distance))
+
+
+def static_candidates(
+    project: Project,
+    principal: Principal | None,
+    policy: PolicySettings,
+    query_vector: Sequence[float] | None,
+) -> list[Candidate]:
+    """Session-start memory (every kind that is not per-round), whatever its status (step 3)."""
+    base = (
+        Fact.objects.filter(_scope(project, principal))
+        .exclude(kind__in=[*policy.per_round_kinds, "slot"])
+        .only(*CANDIDATE_FIELDS)
+    )
+    active = _with_relevance(base.filter(status="active"), query_vector).order_by("id")
+    inactive = _with_relevance(base.exclude(status="active"), query_vector).order_by(
+        "-status_changed_at", "-id"
+    )[:INACTIVE_HISTORY_LIMIT]
+    rows = [*active, *inactive]
+    return [_to_candidate(row, _relevance(row)) for row in rows]
+
+
+def per_round_candidates(
+    project: Project,
+    principal: Principal | None,
+    session: Session | None,
+    policy: PolicySettings,
+    query_vector: Sequence[float] | None,
+) -> list[Candidate]:
+    """Per-round kinds by similarity to this round's query, and this session's slots.
+
+    The nearest-neighbour search is an exact distance over the principal's
+    scoped rows: exact, and fast at this scale, where an HNSW index with a
+    selective principal filter loses recall (issue 4).
+    """
+    candidates: list[Candidate] = []
+    kinds = [k for k in policy.per_round_kinds if k != "slot"]
+    if kinds and query_vector is not None:
+        limit = max(NEAREST_LIMIT_MIN, policy.max_items * 3)
+        nearest = (
+            _with_relevance(
+                Fact.objects.filter(_scope(project, principal), kind__in=kinds, embedding__isnull=False),
+                query_vector,
+            )
+            .only(*CANDIDATE_FIELDS)
+            .order_by("distance", "id")[:limit]
+        )
+        candidates.extend(_to_candidate(row, _relevance(row)) for row in nearest)
+    if session is not None:
+        slots = _with_relevance(
+            Fact.objects.filter(project=project, session=session, kind="slot"), query_vector
+        ).only(*CANDIDATE_FIELDS)
+        candidates.extend(_to_candidate(row, _relevance(row)) for row in slots.order_by("id"))
+    return candidates
+
+
+def cached_static_facts(session: Session) -> list[Candidate]:
+    """The facts a cached session-start block holds, for duplicate and R18 checks on later rounds."""
+    rows = Fact.objects.filter(pk__in=session.static_block_fact_ids).only(*CANDIDATE_FIELDS).order_by("id")
+    return [_to_candidate(row, None) for row in rows]
+
+
+def last_interaction(principal: Principal | None) -> datetime | None:
+    """R9: the later of their last session and their newest fact's verification."""
+    if principal is None:
+        return None
+    newest_fact = Fact.objects.filter(principal=principal, status="active").aggregate(
+        m=Max("last_verified_at")
+    )["m"]
+    seen = [t for t in (principal.last_seen_at, newest_fact) if t is not None]
+    return max(seen) if seen else None
+
+
+# --- The retrieval log for people (console and governance API) -------------
+
+LOG_ORDER = ("-created_at", "-id")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+Cursor = tuple[datetime, int]
+
+
+@dataclass(frozen=True)
+class LogFilters:
+    agent: str | None = None  # agent slug
+    principal: str | None = None  # principal external id
+    session: str | None = None  # session external id
+    mode: str | None = None
+    reason: str | None = None  # one of REASONS
+    since: datetime | None = None  # inclusive
+    until: datetime | None = None  # exclusive
+    over_budget: bool = False
+
+
+@dataclass(frozen=True)
+class LogPage:
+    events: list[RetrievalEvent]
+    next_cursor: str | None  # None on the last page
+
+
+def encode_cursor(created_at: datetime, event_id: int) -> str:
+    """``<microseconds since epoch>_<id>``: exact (PostgreSQL keeps microseconds) and URL-safe."""
+    return f"{(created_at - _EPOCH) // timedelta(microseconds=1)}_{event_id}"
+
+
+def decode_cursor(value: str) -> Cursor:
+    """The inverse of ``encode_cursor``; ValueError for anything it did not make."""
+    micros, sep, event_id = value.partition("_")
+    if not sep or not micros.isdigit() or not event_id.isdigit():
+        raise ValueError("not a retrieval log cursor")
+    try:
+        return _EPOCH + timedelta(microseconds=int(micros)), int(event_id)
+    except OverflowError as exc:
+        raise ValueError("not a retrieval log cursor") from exc
+
+
+def _partitions(project_ids: list[int], filters: LogFilters) -> tuple[str, list[int]]:
+    """The narrowest indexed column to walk newest-first, and its values.
+
+    Each (column, -created_at, -id) index yields one value's events already in
+    log order, so a page is the first rows of each walk merged: no sort over
+    the table and no OFFSET. A session has so few events that its plain FK
+    index plus a small sort is as good.
+    """
+    if filters.session:
+        sessions = Session.objects.filter(project_id__in=project_ids, external_id=filters.session)
+        return "session_id", list(sessions.values_list("pk", flat=True))
+    if filters.principal:
+        principals = Principal.objects.filter(project_id__in=project_ids, external_id=filters.principal)
+        return "principal_id", list(principals.values_list("pk", flat=True))
+    if filters.agent:
+        agents = Agent.objects.filter(project_id__in=project_ids, slug=filters.agent)
+        return "agent_id", list(agents.values_list("pk", flat=True))
+    return "project_id", project_ids
+
+
+def _filtered(project_ids: list[int], filters: LogFilters, after: Cursor | None) -> QuerySet[RetrievalEvent]:
+    qs = RetrievalEvent.objects.filter(project_id__in=project_ids)
+    # Filters that are not the walked column become subqueries: no extra round trip.
+    if filters.agent:
+        qs = qs.filter(
+            agent_id__in=Agent.objects.filter(project_id__in=project_ids, slug=filters.agent).values("pk")
+        )
+    if filters.principal:
+        qs = qs.filter(
+            principal_id__in=Principal.objects.filter(
+                project_id__in=project_ids, external_id=filters.principal
+            ).values("pk")
+        )
+    if filters.mode:
+        qs = qs.filter(mode=filters.mode)
+    if filters.reason:
+        qs = qs.filter(reasons__contains=[filters.reason])
+    if filters.over_budget:
+        qs = qs.filter(reasons__contains=["over_budget"])
+    if filters.since:
+        qs = qs.filter(created_at__gte=filters.since)
+    if filters.until:
+        qs = qs.filter(created_at__lt=filters.until)
+    if after is not None:
+        created_at, event_id = after
+        # Row-wise (created_at, id) < cursor, spelled so the index's leading
+        # column bounds the scan; equal timestamps are split by id.
+        qs = qs.filter(created_at__lte=created_at).filter(
+            Q(created_at__lt=created_at) | Q(created_at=created_at, id__lte=event_id)
+        )
+    return qs
+
+
+def retrieval_log_keys(
+    project_ids: list[int], filters: LogFilters, *, after: Cursor | None, limit: int
+) -> QuerySet[RetrievalEvent, tuple[datetime, int]] | None:
+    """The (created_at, id) of one page, newest first; None when nothing can match.
+
+    One index walk per partition value, each stopped after ``limit`` rows,
+    merged by a UNION ALL with the same ordering and limit.
+    """
+    field, values = _partitions(project_ids, filters)
+    if not values:
+        return None
+    base = _filtered(project_ids, filters, after)
+    walks = [
+        base.filter(**{field: value}).order_by(*LOG_ORDER).values_list("created_at", "id")[:limit]
+        for value in values
+    ]
+    if len(walks) == 1:
+        return walks[0]
+    return walks[0].union(*walks[1:], all=True).order_by(*LOG_ORDER)[:limit]
+
+
+def retrieval_log(
+    projects: QuerySet[Project], filters: LogFilters, *, after: Cursor | None, limit: int
+) -> LogPage:
+    """Newest first, keyset-paginated on (created_at, id): stays fast at millions of events."""
+    project_ids = list(projects.values_list("pk", flat=True))
+    keys_qs = retrieval_log_keys(project_ids, filters, after=after, limit=limit + 1)
+    keys = list(keys_qs) if keys_qs is not None else []
+    page, more = keys[:limit], len(keys) > limit
+    if not page:
+        return LogPage(events=[], next_cursor=None)
+    rows = RetrievalEvent.objects.filter(pk__in=[event_id for _, event_id in page]).select_related(
+        "project", "agent", "principal", "session", "policy_version"
+    )
+    events = sorted(rows, key=lambda e: (e.created_at, e.pk), reverse=True)
+    last = page[-1]
+    return LogPage(events=events, next_cursor=encode_cursor(*last) if more else None)
+
+
+def event_candidates(event: RetrievalEvent) -> QuerySet[RetrievalCandidate]:
+    """The event's candidates, selected ones in rank order first, with their facts' display fields."""
+    return (
+        RetrievalCandidate.objects.filter(event=event)
+        .select_related("fact")
+        .only(
+            *(f.name for f in RetrievalCandidate._meta.concrete_fields),
+            "fact__id",
+            "fact__kind",
+            "fact__key",
+            "fact__statement",
+            "fact__status",
+            "fact__source_type",
+            "fact__source_ref",
+            "fact__authority",
+            "fact__principal_id",
+        )
+        .order_by("rank", "id")
+    )
+
+
+@dataclass(frozen=True)
+class Belief:
+    """One active fact as a given agent's policy would see it (the principal page)."""
+
+    fact: Fact
+    age_days: int
+    tier: str | None  # recent | confirm | stale; None when no policy was chosen
+    below_authority: bool
+    kind_allowed: bool
+
+    @property
+    def disputed(self) -> bool:
+        return self.fact.confidence == "disputed"
+
+
+def principal_beliefs(
+    principal: Principal, policy: PolicySettings | None, *, now: datetime
+) -> list[tuple[str, list[Belief]]]:
+    """What an agent believes about this person: their active facts by kind, with R9 tiers."""
+    groups: dict[str, list[Belief]] = {}
+    for fact in active_memories(principal).defer("embedding"):
+        age = age_in_days(fact.last_verified_at, now)
+        groups.setdefault(fact.kind, []).append(
+            Belief(
+                fact=fact,
+                age_days=age,
+                tier=freshness_tier(age, policy) if policy else None,
+                below_authority=policy is not None and fact.authority < policy.min_authority,
+                kind_allowed=policy is None or fact.kind in policy.allowed_kinds,
+            )
+        )
+    return list(groups.items())
+
+
+def tokens_fraction(event: RetrievalEvent) -> float:
+    return 0.0 if not event.token_budget else min(1.0, event.tokens_used / event.token_budget)

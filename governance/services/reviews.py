@@ -1,0 +1,144 @@
+"""Review decisions on pending and quarantined writes: approve, reject, edit-and-approve."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from governance.models import Fact, ReviewDecision, Write
+from governance.rules.text import statement_fingerprint
+from governance.rules.tokens import count_tokens
+from governance.services import audit
+from governance.services.facts import enqueue_embedding, supersede_fact
+from governance.services.writes import fingerprint_key
+
+REVIEWABLE = ("pending_review", "quarantined")
+
+
+class AlreadyDecided(Exception):
+    """Another reviewer decided this write first."""
+
+    def __init__(self, write: Write) -> None:
+        super().__init__(f"Write {write.pk} was already decided ({write.status}).")
+        self.write = write
+
+
+class InvalidDecision(Exception):
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: str  # approve | reject
+    reason: str
+    statement: str | None = None  # given: edit-and-approve
+
+
+def decide(write_id: int, decision: Decision, *, reviewer: Any) -> Write:
+    """Apply one decision; exactly one of two racing reviewers wins."""
+    reason = decision.reason.strip()
+    if not reason:
+        raise InvalidDecision("reason", "A reason is required for every decision.")
+    if decision.action not in ("approve", "reject"):
+        raise InvalidDecision("action", "Action must be 'approve' or 'reject'.")
+    if decision.statement is not None and not decision.statement.strip():
+        raise InvalidDecision("statement", "An edited statement cannot be empty.")
+    if decision.statement is not None and decision.action == "reject":
+        raise InvalidDecision("statement", "Only an approval can edit the statement.")
+    try:
+        return _decide(write_id, decision, reason, reviewer)
+    except IntegrityError as exc:
+        # The row lock makes this unreachable in practice; the unique decision
+        # per write is the database's last word if a code path skipped it.
+        if "governance_reviewdecision_write_id" in str(exc) or "unique" in str(exc).lower():
+            raise AlreadyDecided(Write.objects.get(pk=write_id)) from exc
+        raise
+
+
+@transaction.atomic
+def _decide(write_id: int, decision: Decision, reason: str, reviewer: Any) -> Write:
+    # Lock the write: a second reviewer waits here, then sees it decided.
+    # of=("self",): the nullable agent join cannot be locked (PostgreSQL refuses FOR UPDATE on it).
+    write = Write.objects.select_for_update(of=("self",)).select_related("project", "agent").get(pk=write_id)
+    if write.status not in REVIEWABLE or ReviewDecision.objects.filter(write=write).exists():
+        raise AlreadyDecided(write)
+    edited = decision.statement.strip() if decision.statement is not None else None
+    action = "edit_approve" if edited is not None and edited != write.statement else decision.action
+    ReviewDecision.objects.create(
+        write=write, reviewer=reviewer, action=action, reason=reason, edited_statement=edited or ""
+    )
+    now = timezone.now()
+    previous = write.status
+    superseded: list[int] = []
+    if decision.action == "approve":
+        fact = _approved_fact(write, edited, reviewer)
+        current = (
+            Fact.objects.select_for_update()
+            .filter(
+                project=write.project,
+                principal=write.principal_id,
+                session=fact.session_id,
+                key=fact.key,
+                status="active",
+            )
+            .exclude(pk=fact.pk)
+            .first()
+            if fact.key
+            else None
+        )
+        if current is not None:
+            supersede_fact(
+                current,
+                fact,
+                reason=f"Approved by {reviewer.get_username()}: {reason}",
+                decided_by=f"user:{reviewer.get_username()}",
+                write=write,
+            )
+            superseded.append(current.pk)
+        fact.status = "active"
+        fact.status_reason = f"Approved by {reviewer.get_username()}"
+        fact.status_changed_at = now
+        fact.save()
+        write.status = "active"
+        write.fact = fact
+    else:
+        if write.fact_id is not None:
+            Fact.objects.filter(pk=write.fact_id).update(
+                status="rejected", status_reason=f"Rejected by {reviewer.get_username()}: {reason}", status_changed_at=now
+            )
+        write.status = "rejected"
+    write.decided_at = now
+    write.save(update_fields=["status", "fact", "decided_at"])
+    audit.record(
+        write.project,
+        f"write.{action}",
+        write,
+        reason=reason,
+        actor_user=reviewer,
+        data={"from": previous, "to": write.status, "fact": write.fact_id, "supersedes": superseded},
+    )
+    return write
+
+
+def _approved_fact(write: Write, edited: str | None, reviewer: Any) -> Fact:
+    if write.fact_id is None:
+        raise InvalidDecision("action", "This write carries no fact to approve.")
+    fact = Fact.objects.select_for_update().get(pk=write.fact_id)
+    if edited is not None and edited != fact.statement:
+        # The fact was never active, so its text can still change; the write
+        # keeps what the agent sent and the decision keeps the edit.
+        fact.statement = edited
+        fact.statement_digest = hashlib.sha256(edited.encode()).hexdigest()
+        fact.fingerprint = statement_fingerprint(edited, fingerprint_key())
+        fact.embedding = None
+        fact.embedded_at = None
+        policy = write.agent.active_policy.policy if write.agent and write.agent.active_policy else None
+        fact.token_count = count_tokens(edited, policy.encoding if policy else "o200k_base")
+        enqueue_embedding(fact.pk)
+    return fact

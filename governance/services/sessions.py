@@ -1,0 +1,122 @@
+"""Ending a session: the summary (checked, R17), the resume hint, the end of its slots."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from governance.models import Agent, Fact, Principal, Session, Write
+from governance.rules import guard
+from governance.rules.summaries import SummaryCheck, check_summary
+from governance.services import audit
+from governance.services.facts import end_scope
+from governance.services.writes import WriteRequest, submit_write
+
+SUMMARY_CHECK = "summary_check"
+# Summaries come from the agent's summarizer (authority 2 at most, R4). Their
+# faithfulness is what R17 checks, so a clean check makes them active without
+# a person; anything dropped sends them to review.
+SUMMARY_AUTO_APPROVE_FLOOR = 1
+
+
+class SessionError(Exception):
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class SessionAlreadyEnded(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class EndRequest:
+    principal: str
+    summary: str
+    resume_hint: str
+    first_event: str
+    last_event: str
+    source_text: str | None = None
+
+
+@dataclass(frozen=True)
+class EndResult:
+    session: Session
+    write: Write | None
+    check: SummaryCheck | None
+    slots_ended: int
+
+
+def summary_finding(check: SummaryCheck) -> guard.Finding:
+    listed = "; ".join(f"{item.category}: \u201c{item.text}\u201d" for item in check.dropped[:12])
+    more = f" (and {len(check.dropped) - 12} more)" if len(check.dropped) > 12 else ""
+    return guard.Finding(
+        check=SUMMARY_CHECK,
+        severity="medium",
+        detail=f"The summary drops what the conversation said (R17): {listed}{more}.",
+    )
+
+
+def end_session(agent: Agent, external_id: str, request: EndRequest) -> EndResult:
+    with transaction.atomic():
+        principal, _ = Principal.objects.get_or_create(project=agent.project, external_id=request.principal)
+        session, _ = Session.objects.select_for_update().get_or_create(
+            agent=agent, external_id=external_id, defaults={"project": agent.project, "principal": principal}
+        )
+        if session.principal_id not in (None, principal.pk):
+            raise SessionError("principal", f"Session '{external_id}' belongs to another principal.")
+        if session.ended_at is not None:
+            raise SessionAlreadyEnded(f"Session '{external_id}' already ended at {session.ended_at.isoformat()}.")
+        now = timezone.now()
+        check = check_summary(request.summary, request.source_text) if request.source_text else None
+        write = None
+        if request.summary.strip():
+
+            def attach_range(created: Write) -> None:
+                if created.fact_id is not None:
+                    Fact.objects.filter(pk=created.fact_id).update(
+                        event_first=request.first_event,
+                        event_last=request.last_event,
+                        summary_check=check.to_dict() if check else None,
+                    )
+
+            write = submit_write(
+                agent,
+                WriteRequest(
+                    principal=request.principal,
+                    kind="summary",
+                    key=None,
+                    statement=request.summary.strip(),
+                    source_type="summarizer",
+                    source_ref=f"session:{external_id}#{request.first_event}..{request.last_event}",
+                    source_observed_at=now,
+                    session=external_id,
+                ),
+                extra_findings=(summary_finding(check),) if check and check.material else (),
+                auto_approve_min_authority=SUMMARY_AUTO_APPROVE_FLOOR,
+                after_create=attach_range,
+            )
+        slots_ended = end_scope(
+            Fact.objects.filter(session=session, kind="slot"),
+            reason=f"Session {external_id} ended",
+            actor_label=f"agent:{agent.slug}",
+        )
+        session.ended_at = now
+        session.principal = session.principal or principal
+        session.resume_hint = request.resume_hint.strip()
+        session.summary_fact_id = write.fact_id if write else None
+        session.save(update_fields=["ended_at", "principal", "resume_hint", "summary_fact"])
+        Principal.objects.filter(pk=principal.pk).update(last_seen_at=now)
+        audit.record(
+            agent.project,
+            "session.ended",
+            session,
+            data={
+                "summary_write": write.pk if write else None,
+                "slots_ended": slots_ended,
+                "dropped": len(check.dropped) if check else None,
+            },
+        )
+    return EndResult(session=session, write=write, check=check, slots_ended=slots_ended)

@@ -1,0 +1,425 @@
+"""Submitting a memory write: the guard, conflicts, supersession, corroboration.
+
+``submit_write`` is the only door through which agent memory enters the
+store (R3-R7, R16). Everything it decides is recorded on the Write row and in
+the audit trail in the same transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from governance.models import Agent, Fact, Principal, RetrievalEvent, Session, Tombstone, Write
+from governance.rules import guard
+from governance.rules.text import near_duplicate, normalise_statement, statement_fingerprint
+from governance.rules.tokens import count_tokens
+from governance.services import audit
+from governance.services.facts import corroborate_fact, enqueue_embedding, supersede_fact
+
+BURST_WINDOW = timedelta(minutes=10)
+AMPLIFICATION_WINDOW = timedelta(hours=1)
+CONFLICT_CHECK = "conflict"
+RISK_BY_SEVERITY = {"high": 3, "medium": 2, "low": 1}
+
+
+class IdempotencyConflict(Exception):
+    """The Idempotency-Key was used before with another body."""
+
+
+class UnknownReference(Exception):
+    """A referenced object does not exist in the caller's project (answered as 400)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True)
+class WriteRequest:
+    """A validated write as the agent sent it (the API serializer builds this)."""
+
+    principal: str | None
+    kind: str
+    key: str | None
+    statement: str
+    source_type: str
+    source_ref: str
+    source_observed_at: datetime
+    authority: int | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    session: str | None = None
+    derived_from_retrieval: int | None = None
+
+    def digest(self) -> str:
+        """Canonical hash of the body, for Idempotency-Key comparison."""
+        body = {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in self.__dict__.items()}
+        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def fingerprint_key() -> bytes:
+    return settings.TOMBSTONE_KEY.encode()
+
+
+def submit_write(
+    agent: Agent,
+    request: WriteRequest,
+    *,
+    idempotency_key: str | None = None,
+    extra_findings: tuple[guard.Finding, ...] = (),
+    auto_approve_min_authority: int | None = None,
+    after_create: Callable[[Write], None] | None = None,
+) -> Write:
+    """Record the write and everything that follows from it; replay for a repeated key.
+
+    ``extra_findings`` come from checks outside the guard (R17's summary check)
+    and weigh on the outcome like the guard's own; ``auto_approve_min_authority``
+    overrides the agent policy's floor for writes that another check vouches
+    for; ``after_create`` runs in the same transaction once the write exists.
+    """
+    digest = request.digest()
+    if idempotency_key:
+        existing = _replay(agent, idempotency_key, digest)
+        if existing is not None:
+            return existing
+    try:
+        return _submit(
+            agent,
+            request,
+            idempotency_key=idempotency_key,
+            digest=digest,
+            extra_findings=extra_findings,
+            auto_approve_min_authority=auto_approve_min_authority,
+            after_create=after_create,
+        )
+    except IntegrityError as exc:
+        # A concurrent request with the same key committed first (the unique
+        # index made us wait for it): answer with its write.
+        if idempotency_key and "write_idempotency_key_unique" in str(exc):
+            existing = _replay(agent, idempotency_key, digest)
+            if existing is not None:
+                return existing
+        raise
+
+
+def _replay(agent: Agent, idempotency_key: str, digest: str) -> Write | None:
+    existing = Write.objects.filter(agent=agent, idempotency_key=idempotency_key).first()
+    if existing is None:
+        return None
+    if existing.request_digest != digest:
+        raise IdempotencyConflict(
+            f"Idempotency-Key '{idempotency_key}' was already used with a different body (write {existing.pk})."
+        )
+    return existing
+
+
+@transaction.atomic
+def _submit(
+    agent: Agent,
+    request: WriteRequest,
+    *,
+    idempotency_key: str | None,
+    digest: str,
+    extra_findings: tuple[guard.Finding, ...],
+    auto_approve_min_authority: int | None,
+    after_create: Callable[[Write], None] | None,
+) -> Write:
+    project = agent.project
+    assert agent.active_policy is not None, "every agent has an active policy version"
+    policy = agent.active_policy.policy
+    now = timezone.now()
+
+    principal = _principal(agent, request.principal)
+    session = _session(agent, principal, request.session) if request.session else None
+    derived = _derived_event(agent, request.derived_from_retrieval)
+    fingerprint = statement_fingerprint(request.statement, fingerprint_key())
+    slot_session = session if request.kind == "slot" else None
+    current = _current_fact_for_key(project.pk, principal, slot_session, request.key)
+
+    context = guard.GuardContext(
+        source_caps={**guard.DEFAULT_SOURCE_CAPS, **(project.source_caps or {})},
+        fingerprint_key=fingerprint_key(),
+        rejected_fingerprints=frozenset(
+            Write.objects.filter(project=project, fingerprint=fingerprint, status="rejected")
+            .values_list("fingerprint", flat=True)[:1]
+        ),
+        tombstones={
+            t.fingerprint: str(t.pk) for t in Tombstone.objects.filter(project=project, fingerprint=fingerprint)[:1]
+        },
+        recent_agent_statements=tuple(
+            Write.objects.filter(agent=agent, created_at__gte=now - BURST_WINDOW)
+            .exclude(statement="")
+            .order_by("-created_at")
+            .values_list("statement", flat=True)[:50]
+        ),
+        recent_derived_writes=Write.objects.filter(
+            agent=agent, derived_from_retrieval__isnull=False, created_at__gte=now - AMPLIFICATION_WINDOW
+        ).count(),
+        verified_statement_for_key=current.statement if current and current.confidence == "verified" else None,
+    )
+    proposal = guard.WriteProposal(
+        statement=request.statement,
+        kind=request.kind,
+        key=request.key,
+        has_principal=principal is not None,
+        source_type=request.source_type,
+        source_ref=request.source_ref,
+        requested_authority=request.authority,
+        derived_from_retrieval=derived is not None,
+        derived_max_authority=_derived_max_authority(derived) if derived else None,
+    )
+    floor = auto_approve_min_authority or policy.auto_approve_min_authority
+    result = guard.check_write(proposal, context, auto_approve_min_authority=floor)
+    findings = [f.to_dict() for f in (*result.findings, *extra_findings)]
+    outcome = _escalate(result.outcome, extra_findings)
+
+    write = Write(
+        project=project,
+        agent=agent,
+        principal=principal,
+        session=session,
+        idempotency_key=idempotency_key,
+        request_digest=digest,
+        kind=request.kind,
+        key=request.key,
+        statement=request.statement,
+        fingerprint=fingerprint,
+        source_type=request.source_type,
+        source_ref=request.source_ref,
+        source_observed_at=request.source_observed_at,
+        requested_authority=request.authority,
+        authority=result.authority,
+        valid_from=request.valid_from,
+        valid_to=request.valid_to,
+        derived_from_retrieval=derived,
+        created_at=now,
+    )
+
+    supersedes: list[Fact] = []
+    corroborated: Fact | None = None
+    if outcome in ("active", "pending_review"):
+        corroborated = _duplicate_of(project.pk, principal, slot_session, request, fingerprint, current)
+    if corroborated is not None:
+        # A near-duplicate adds no memory: it strengthens the fact it repeats.
+        outcome = "active"
+    elif current is not None and outcome != "rejected":
+        if outcome == "active" and _may_supersede(request.source_type, result.authority, current):
+            supersedes.append(current)
+        else:
+            write.conflicts_with = current
+            if outcome == "active":
+                outcome = "pending_review"
+            findings.append(_conflict_finding(request.source_type, result.authority, current))
+
+    write.findings = findings
+    write.risk = _risk(findings)
+    write.outcome = write.status = outcome
+    if outcome in ("active", "pending_review", "quarantined") and corroborated is None:
+        # A fact that supersedes another starts inactive; supersede_fact activates it.
+        fact_status = "pending_review" if supersedes else outcome
+        write.fact = _create_fact(agent, write, principal, slot_session, status=fact_status, policy_encoding=policy.encoding)
+    write.save(force_insert=True)
+
+    for old in supersedes:
+        assert write.fact is not None
+        rule = "R7" if request.source_type == "config" and principal is None else "R6"
+        supersede_fact(old, write.fact, reason=_supersede_reason(rule, request, old), decided_by=f"rule:{rule}", write=write)
+    if corroborated is not None:
+        corroborate_fact(corroborated, observed_at=request.source_observed_at, write=write)
+        Write.objects.filter(pk=write.pk).update(corroborated=corroborated, fact=corroborated)
+        write.corroborated = write.fact = corroborated
+
+    if after_create is not None:
+        after_create(write)
+    write.response = write_response(write, supersedes=[f.pk for f in supersedes])
+    Write.objects.filter(pk=write.pk).update(response=write.response)
+    audit.record(
+        project,
+        "write.submitted",
+        write,
+        data={
+            "outcome": outcome,
+            "checks": sorted({f["check"] for f in findings}),
+            "fact": write.fact.pk if write.fact else None,
+            "supersedes": [f.pk for f in supersedes],
+            "corroborates": corroborated.pk if corroborated else None,
+            "statement_digest": hashlib.sha256(request.statement.encode()).hexdigest(),
+        },
+    )
+    if write.fact is not None and corroborated is None:
+        enqueue_embedding(write.fact.pk)
+    return write
+
+
+def _escalate(outcome: str, findings: tuple[guard.Finding, ...]) -> str:
+    """Findings from outside the guard can only make the outcome more cautious."""
+    if outcome == "rejected" or not findings:
+        return outcome
+    if any(f.severity == "high" for f in findings):
+        return "quarantined"
+    return "pending_review" if outcome == "active" else outcome
+
+
+def write_response(write: Write, *, supersedes: list[int]) -> dict[str, Any]:
+    """The 201 body of POST /api/v1/writes (DESIGN.md), stored for idempotent replay."""
+    return {
+        "id": write.pk,
+        "status": write.status,
+        "fact": {"id": write.fact.pk, "status": write.fact.status} if write.fact else None,
+        "findings": write.findings,
+        "supersedes": supersedes,
+    }
+
+
+def _principal(agent: Agent, external_id: str | None) -> Principal | None:
+    if external_id is None:
+        return None
+    # Principals are created on first mention; get_or_create copes with a race.
+    principal, _ = Principal.objects.get_or_create(project=agent.project, external_id=external_id)
+    return principal
+
+
+def _session(agent: Agent, principal: Principal | None, external_id: str) -> Session:
+    session, created = Session.objects.get_or_create(
+        agent=agent, external_id=external_id, defaults={"project": agent.project, "principal": principal}
+    )
+    if not created and principal is not None and session.principal_id not in (None, principal.pk):
+        raise UnknownReference("session", f"Session '{external_id}' belongs to another principal.")
+    return session
+
+
+def _derived_event(agent: Agent, retrieval_id: int | None) -> RetrievalEvent | None:
+    if retrieval_id is None:
+        return None
+    event = RetrievalEvent.objects.filter(pk=retrieval_id, project=agent.project).first()
+    if event is None:
+        raise UnknownReference("derived_from_retrieval", f"No retrieval {retrieval_id} in this project.")
+    return event
+
+
+def _derived_max_authority(event: RetrievalEvent) -> int:
+    """R16: a write derived from a retrieval cannot exceed what it was derived from."""
+    best = event.candidates.filter(decision="selected").aggregate(m=Max("fact__authority"))["m"]
+    return int(best) if best else 1
+
+
+def _current_fact_for_key(
+    project_id: int, principal: Principal | None, session: Session | None, key: str | None
+) -> Fact | None:
+    if not key:
+        return None
+    # Locks the active fact so two conflicting writes cannot both supersede it.
+    return (
+        Fact.objects.select_for_update()
+        .filter(project_id=project_id, principal=principal, session=session, key=key, status="active")
+        .first()
+    )
+
+
+def _duplicate_of(
+    project_id: int,
+    principal: Principal | None,
+    session: Session | None,
+    request: WriteRequest,
+    fingerprint: str,
+    current: Fact | None,
+) -> Fact | None:
+    if current is not None:
+        same = current.fingerprint == fingerprint or near_duplicate(current.statement, request.statement)
+        return current if same else None
+    if request.key:
+        return None
+    candidates = Fact.objects.filter(
+        project_id=project_id, principal=principal, session=session, kind=request.kind, status="active"
+    )
+    exact = candidates.filter(fingerprint=fingerprint).order_by("id").first()
+    if exact is not None:
+        return exact
+    wanted = normalise_statement(request.statement)
+    for fact in candidates.only("id", "statement").order_by("-id")[:200]:
+        if near_duplicate(fact.statement, wanted):
+            return Fact.objects.select_for_update().get(pk=fact.pk)
+    return None
+
+
+def _may_supersede(source_type: str, authority: int, old: Fact) -> bool:
+    """R6/R7: who may replace an active fact without a person deciding."""
+    if source_type == "config" and old.principal_id is None:
+        return True  # R7: current configuration validates project facts.
+    if source_type in guard.DIRECT_EVIDENCE:
+        return authority >= old.authority
+    # Indirect sources never replace direct evidence on their own (R6).
+    return old.source_type not in guard.DIRECT_EVIDENCE and authority >= old.authority
+
+
+def _conflict_finding(source_type: str, authority: int, old: Fact) -> dict[str, str]:
+    quoted = old.statement if len(old.statement) <= 80 else old.statement[:77] + "..."
+    if source_type in ("model_inference", "summarizer") and old.source_type in guard.DIRECT_EVIDENCE:
+        why = f"{source_type} never replaces direct evidence ({old.source_type}) on its own (R6)"
+    elif authority < old.authority:
+        why = f"its authority {authority} is below the current fact's {old.authority} (R6)"
+    else:
+        why = "it needs review before it can replace the current fact"
+    return {
+        "check": CONFLICT_CHECK,
+        "severity": "medium",
+        "detail": f"Would replace fact {old.pk} (\u201c{quoted}\u201d); waits for a reviewer because {why}.",
+    }
+
+
+def _supersede_reason(rule: str, request: WriteRequest, old: Fact) -> str:
+    if rule == "R7":
+        return f"R7: current configuration ({request.source_ref}) replaces the project fact for '{request.key}'."
+    return (
+        f"R6: {request.source_type} ({request.source_ref}) states a different value for '{request.key}' "
+        f"with authority at least the old fact's {old.authority}."
+    )
+
+
+def _risk(findings: list[dict[str, str]]) -> int:
+    return min(99, sum(RISK_BY_SEVERITY.get(f["severity"], 0) for f in findings) * 3 + len(findings))
+
+
+def _create_fact(
+    agent: Agent,
+    write: Write,
+    principal: Principal | None,
+    session: Session | None,
+    *,
+    status: str,
+    policy_encoding: str,
+) -> Fact:
+    return Fact.objects.create(
+        project=agent.project,
+        principal=principal,
+        session=session,
+        kind=write.kind,
+        key=write.key,
+        statement=write.statement,
+        source_type=write.source_type,
+        source_ref=write.source_ref,
+        source_observed_at=write.source_observed_at,
+        writer=f"agent:{agent.slug}",
+        agent=agent,
+        authority=write.authority,
+        valid_from=write.valid_from,
+        valid_to=write.valid_to,
+        recorded_at=write.created_at,
+        last_verified_at=write.source_observed_at,
+        status=status,
+        status_reason="" if status == "active" else f"Write {status.replace('_', ' ')}",
+        token_count=count_tokens(write.statement, policy_encoding),
+        statement_digest=hashlib.sha256(write.statement.encode()).hexdigest(),
+        fingerprint=write.fingerprint,
+        derived_from_retrieval=write.derived_from_retrieval,
+    )

@@ -1,0 +1,290 @@
+"""Embedding providers: the real local model, and the HTTP provider against a real server.
+
+The tests marked ``model`` load all-MiniLM-L6-v2 (about 10-15 s the first time
+in a process). The HTTP tests run a small ``http.server`` on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from governance.embeddings import (
+    EmbeddingError,
+    EmbeddingProvider,
+    LocalSentenceTransformerProvider,
+    OpenAICompatibleProvider,
+    provider_from_settings,
+)
+
+# --- The local model ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def local() -> LocalSentenceTransformerProvider:
+    provider = LocalSentenceTransformerProvider()
+    provider.load()
+    return provider
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True))
+
+
+@pytest.mark.model
+def test_local_model_gives_384_dimensional_unit_vectors(local: LocalSentenceTransformerProvider) -> None:
+    vectors = local.embed(["The user prefers dark mode.", "Deploy to eu-west-2 on Friday.", ""])
+    assert local.dimensions == 384
+    assert isinstance(local, EmbeddingProvider)
+    assert len(vectors) == 3
+    for vector in vectors:
+        assert len(vector) == 384
+        assert all(isinstance(x, float) for x in vector)
+        assert math.isclose(math.sqrt(sum(x * x for x in vector)), 1.0, abs_tol=1e-4)
+
+
+@pytest.mark.model
+def test_local_model_scores_similar_sentences_above_unrelated_ones(
+    local: LocalSentenceTransformerProvider,
+) -> None:
+    query, paraphrase, unrelated = local.embed(
+        [
+            "Please don't phone me after six in the evening.",
+            "Never call the customer after 6pm.",
+            "The quarterly revenue report is stored in the finance folder.",
+        ]
+    )
+    assert cosine(query, paraphrase) > cosine(query, unrelated) + 0.2
+
+
+@pytest.mark.model
+def test_local_model_is_deterministic_and_order_preserving(local: LocalSentenceTransformerProvider) -> None:
+    a, b = local.embed(["first text", "second text"])
+    b2, a2 = local.embed(["second text", "first text"])
+    assert cosine(a, a2) > 0.9999 and cosine(b, b2) > 0.9999
+    assert local.embed([]) == []
+
+
+@pytest.mark.model
+def test_local_model_can_be_called_from_several_threads(local: LocalSentenceTransformerProvider) -> None:
+    expected = local.embed(["thread safety"])[0]
+    results: list[list[float]] = []
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            results.extend(local.embed(["thread safety"]))
+        except BaseException as exc:  # collected and re-raised below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert len(results) == 4
+    assert all(cosine(vector, expected) > 0.9999 for vector in results)
+
+
+def test_embed_refuses_a_bare_string() -> None:
+    # Caught before the model is touched, so this test does not load it.
+    with pytest.raises(TypeError, match="sequence of texts"):
+        LocalSentenceTransformerProvider().embed("just one string")
+
+
+# --- The HTTP provider against a real server -------------------------------------------
+
+
+class _Handler(BaseHTTPRequestHandler):
+    # The first path segment chooses the behaviour, so one server serves all tests.
+    requests: list[dict[str, Any]] = []
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet test output
+        pass
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length", "0"))
+        body = json.loads(self.rfile.read(length))
+        _Handler.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+        mode = self.path.split("/")[1]
+        texts: list[str] = body["input"]
+        if mode == "fail":
+            self._send(500, b'{"error": {"message": "model overloaded"}}')
+            return
+        if mode == "notjson":
+            self._send(200, b"<html>gateway</html>")
+            return
+        size = 3 if mode == "wrongdim" else 4
+        data = [
+            {"object": "embedding", "index": i, "embedding": [float(len(text)), float(i), 0.5, -1.0][:size]}
+            for i, text in enumerate(texts)
+        ]
+        if mode == "reversed":
+            data.reverse()
+        self._send(200, json.dumps({"object": "list", "data": data, "model": body["model"]}).encode())
+
+    def _send(self, status: int, payload: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.fixture(autouse=True)
+def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A proxy configured in the environment must not intercept 127.0.0.1.
+    for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def http_provider(base: str, mode: str, **kwargs: Any) -> OpenAICompatibleProvider:
+    options: dict[str, Any] = {"api_key": "sk-test", "model": "embed-small", "dimensions": 4, "timeout": 5}
+    options.update(kwargs)
+    return OpenAICompatibleProvider(base_url=f"{base}/{mode}/v1/", **options)
+
+
+def test_http_provider_posts_the_openai_request_and_returns_vectors(server: str) -> None:
+    _Handler.requests.clear()
+    provider = http_provider(server, "ok")
+    vectors = provider.embed(["hello", "hi"])
+    assert vectors == [[5.0, 0.0, 0.5, -1.0], [2.0, 1.0, 0.5, -1.0]]
+    assert isinstance(provider, EmbeddingProvider)
+    (request,) = _Handler.requests
+    assert request["path"] == "/ok/v1/embeddings"
+    assert request["body"] == {"model": "embed-small", "input": ["hello", "hi"]}
+    assert request["headers"]["Authorization"] == "Bearer sk-test"
+    assert "sk-test" not in repr(provider)
+
+
+def test_http_provider_orders_vectors_by_index(server: str) -> None:
+    vectors = http_provider(server, "reversed").embed(["a", "bb", "ccc"])
+    assert [v[:2] for v in vectors] == [[1.0, 0.0], [2.0, 1.0], [3.0, 2.0]]
+
+
+def test_http_provider_sends_large_inputs_in_batches(server: str) -> None:
+    _Handler.requests.clear()
+    texts = [f"text {i}" for i in range(5)]
+    vectors = http_provider(server, "reversed", batch_size=2).embed(texts)
+    assert [len(body["body"]["input"]) for body in _Handler.requests] == [2, 2, 1]
+    assert [v[0] for v in vectors] == [float(len(t)) for t in texts]
+
+
+def test_http_provider_can_ask_for_shorter_vectors(server: str) -> None:
+    _Handler.requests.clear()
+    http_provider(server, "ok", send_dimensions=True).embed(["x"])
+    assert _Handler.requests[0]["body"]["dimensions"] == 4
+
+
+def test_http_500_is_an_embedding_error_with_the_servers_message(server: str) -> None:
+    with pytest.raises(EmbeddingError, match=r"HTTP 500.*model overloaded"):
+        http_provider(server, "fail").embed(["hello"])
+
+
+def test_a_wrong_dimension_is_an_embedding_error(server: str) -> None:
+    with pytest.raises(EmbeddingError, match="3-dimensional vector at index 0; EMBEDDING_DIMENSIONS is 4"):
+        http_provider(server, "wrongdim").embed(["hello"])
+
+
+def test_a_non_json_answer_is_an_embedding_error(server: str) -> None:
+    with pytest.raises(EmbeddingError, match="did not answer JSON"):
+        http_provider(server, "notjson").embed(["hello"])
+
+
+def test_an_unreachable_server_is_an_embedding_error() -> None:
+    # Bind a port, then close it, so nothing is listening there.
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    port = httpd.server_address[1]
+    httpd.server_close()
+    provider = OpenAICompatibleProvider(f"http://127.0.0.1:{port}/v1", None, "m", 4, timeout=2)
+    with pytest.raises(EmbeddingError, match="Could not reach the embedding server"):
+        provider.embed(["hello"])
+
+
+def test_no_texts_means_no_request(server: str) -> None:
+    _Handler.requests.clear()
+    assert http_provider(server, "ok").embed([]) == []
+    assert _Handler.requests == []
+
+
+# --- Choosing a provider from settings ------------------------------------------------------
+
+
+def settings(**values: Any) -> SimpleNamespace:
+    return SimpleNamespace(**values)
+
+
+def test_the_default_is_the_local_model_at_384_dimensions() -> None:
+    provider = provider_from_settings(settings())
+    assert isinstance(provider, LocalSentenceTransformerProvider)
+    assert provider.dimensions == 384
+    assert provider.name == "local:all-MiniLM-L6-v2"
+
+
+def test_the_local_model_with_another_dimension_is_misconfigured() -> None:
+    with pytest.raises(ImproperlyConfigured, match="makes 384-dimensional vectors"):
+        provider_from_settings(settings(EMBEDDING_PROVIDER="local", EMBEDDING_DIMENSIONS=1536))
+
+
+def test_the_openai_provider_is_built_from_settings(server: str) -> None:
+    provider = provider_from_settings(
+        settings(
+            EMBEDDING_PROVIDER="openai",
+            EMBEDDING_DIMENSIONS=4,
+            EMBEDDING_API_BASE=f"{server}/ok/v1",
+            EMBEDDING_API_KEY="sk-test",
+            EMBEDDING_MODEL="embed-small",
+        )
+    )
+    assert isinstance(provider, OpenAICompatibleProvider)
+    assert (provider.dimensions, provider.name) == (4, "openai:embed-small")
+    assert provider.embed(["abc"]) == [[3.0, 0.0, 0.5, -1.0]]
+
+
+def test_an_openai_provider_with_the_wrong_dimension_fails_on_first_use(server: str) -> None:
+    provider = provider_from_settings(
+        settings(
+            EMBEDDING_PROVIDER="openai",
+            EMBEDDING_DIMENSIONS=384,
+            EMBEDDING_API_BASE=f"{server}/ok/v1",
+            EMBEDDING_MODEL="embed-small",
+        )
+    )
+    with pytest.raises(EmbeddingError, match="4-dimensional vector"):
+        provider.embed(["abc"])
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"EMBEDDING_PROVIDER": "openai", "EMBEDDING_MODEL": "m"}, "needs EMBEDDING_API_BASE"),
+        ({"EMBEDDING_PROVIDER": "openai", "EMBEDDING_API_BASE": "http://x"}, "needs EMBEDDING_MODEL"),
+        ({"EMBEDDING_PROVIDER": "cohere"}, "must be one of local, openai"),
+        ({"EMBEDDING_DIMENSIONS": "384"}, "positive whole number"),
+        ({"EMBEDDING_DIMENSIONS": 0}, "positive whole number"),
+    ],
+)
+def test_misconfiguration_is_reported(values: dict[str, Any], message: str) -> None:
+    with pytest.raises(ImproperlyConfigured, match=message):
+        provider_from_settings(settings(**values))

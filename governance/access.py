@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import QuerySet
 
 from governance.models import Project
@@ -22,7 +21,9 @@ REVIEW_ROLES = frozenset({Role.REVIEWER, Role.ADMIN})
 POLICY_EDIT_ROLES = frozenset({Role.POLICY_EDITOR, Role.ADMIN})
 READ_ROLES = frozenset({Role.REVIEWER, Role.POLICY_EDITOR, Role.AUDITOR, Role.ADMIN})
 
-UserLike = AbstractBaseUser | AnonymousUser | Any
+# Request users are AbstractBaseUser | AnonymousUser; the auth User model adds
+# groups and is_superuser, which the stubs cannot see through the union.
+UserLike = Any
 
 
 def roles_of(user: UserLike) -> frozenset[str]:
@@ -30,7 +31,7 @@ def roles_of(user: UserLike) -> frozenset[str]:
         return frozenset()
     cached = getattr(user, "_governance_roles", None)
     if cached is not None:
-        return cached  # type: ignore[no-any-return]
+        return cached
     names = set(user.groups.values_list("name", flat=True))
     if user.is_superuser:
         names.add(Role.ADMIN)

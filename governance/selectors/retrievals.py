@@ -118,7 +118,8 @@ def per_round_candidates(
                 query_vector,
             )
             .only(*CANDIDATE_FIELDS)
-            .order_by("distance", "id")[:limit]
+            # "distance" is the CosineDistance annotation; the stubs only know model fields.
+            .order_by("distance", "id")[:limit]  # type: ignore[misc]
         )
         candidates.extend(_to_candidate(row, _relevance(row)) for row in nearest)
     if session is not None:

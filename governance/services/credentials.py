@@ -47,16 +47,18 @@ def _authenticate(model: type[C], kind: str, secret: str, related: tuple[str, ..
     prefix = _parse(secret, kind)
     if prefix is None:
         return None
-    credential = model.objects.select_related(*related).filter(prefix=prefix).first()  # type: ignore[attr-defined]
+    # Generic over the two concrete credential models; the abstract base has no manager.
+    manager = model._default_manager
+    credential = manager.select_related(*related).filter(prefix=prefix).first()
     if credential is None or credential.revoked_at is not None:
         return None
     if not hmac.compare_digest(credential.digest, _digest(secret)):
         return None
     now = timezone.now()
     if credential.last_used_at is None or now - credential.last_used_at > LAST_USED_RESOLUTION:
-        model.objects.filter(pk=credential.pk).update(last_used_at=now)  # type: ignore[attr-defined]
+        manager.filter(pk=credential.pk).update(last_used_at=now)
         credential.last_used_at = now
-    return credential  # type: ignore[no-any-return]
+    return credential
 
 
 @transaction.atomic

@@ -115,10 +115,11 @@ def _resume_hint(principal: Principal | None, session: Session | None) -> str | 
     """R9 resume: the hint left by the principal's latest ended session."""
     if principal is None:
         return None
+    sessions = Session.objects.filter(principal=principal, ended_at__isnull=False).exclude(resume_hint="")
+    if session is not None:
+        sessions = sessions.exclude(pk=session.pk)
     previous = (
-        Session.objects.filter(principal=principal, ended_at__isnull=False)
-        .exclude(pk=session.pk if session else None)
-        .exclude(resume_hint="")
+        sessions
         .order_by("-ended_at")
         .values_list("resume_hint", flat=True)
         .first()

@@ -8,3 +8,8 @@ class GovernanceConfig(AppConfig):
 
     def ready(self) -> None:
         from governance import signals  # noqa: F401  (Celery context hooks)
+        from memoryadmin.celery import ensure_filesystem_broker_folders
+
+        # Producers (web, commands) and the worker alike need the folders of
+        # the zero-setup broker before the first task is sent.
+        ensure_filesystem_broker_folders()

@@ -59,6 +59,12 @@ CONFIDENCE_FACTORS: dict[str, float] = {
 DUPLICATE_COSINE = 0.95
 MAX_AUTHORITY = 5
 
+# R12 caches the session-start block for the whole session, so whatever it
+# takes on round 1 is gone for every later round. Static memory may therefore
+# use at most this share of the token budget and of max_items; the rest is
+# kept for per-round kinds and slots, which arrive round by round.
+ROUND_RESERVE_SHARE = 0.25
+
 # Statuses that have their own exclusion reason; every other non-active status
 # (pending_review, quarantined, rejected, out_of_scope) is ``not_active`` (R2).
 _STATUS_REASONS = {"superseded": "superseded", "withdrawn": "withdrawn", "expired": "expired"}
@@ -232,17 +238,26 @@ def plan_retrieval(
             kept_facts.append(candidate)
             survivors.append(i)
 
-    slots = policy.max_items
-    if cached_static_block is not None:
+    static_survivors = [i for i in survivors if not is_per_round(candidates[i].kind, policy)]
+    round_survivors = [i for i in survivors if is_per_round(candidates[i].kind, policy)]
+    if cached_static_block is None:
+        static_slots = policy.max_items - _round_item_reserve(policy)
+        taken_static = static_survivors[: max(0, static_slots)]
+        for i in static_survivors[len(taken_static) :]:
+            reasons[i] = "over_budget"
+        round_slots = policy.max_items - len(taken_static)
+    else:
+        taken_static = []
         # max_items bounds the whole injected context, cached items included.
-        slots -= rendering.count_item_lines(cached_static_block)
-    slots = max(0, slots)
-    for i in survivors[slots:]:
+        round_slots = policy.max_items - rendering.count_item_lines(cached_static_block)
+    taken_round = round_survivors[: max(0, round_slots)]
+    for i in round_survivors[len(taken_round) :]:
         reasons[i] = "over_budget"
 
     line_tokens = [0] * len(candidates)
     accepted, static_block, round_block, context, used = _pack(
-        survivors[:slots],
+        taken_static,
+        taken_round,
         candidates,
         ages,
         tiers,
@@ -267,8 +282,10 @@ def plan_retrieval(
         )
         for i, candidate in enumerate(candidates)
     )
+    rank_position = {i: position for position, i in enumerate(ranked)}
     selected = tuple(
-        _selected_item(candidates[i], ages[i], tiers[i], line_tokens[i], policy) for i in accepted
+        _selected_item(candidates[i], ages[i], tiers[i], line_tokens[i], policy)
+        for i in sorted(accepted, key=rank_position.__getitem__)
     )
     return RetrievalPlan(
         decisions=decisions,
@@ -304,14 +321,17 @@ def _eligibility(
     principal = not candidate.is_project_fact
     if principal and policy.require_identity_verification and not verified:
         return "identity_unverified", None  # R13
-    if principal and mode == "new":
+    # R9's session mode is about memory from earlier sessions; a slot was said
+    # in this very session, so a new or returning principal gets it back as is.
+    remembered = principal and candidate.kind != SLOT_KIND
+    if remembered and mode == "new":
         return "stale", None  # R9: no principal memory for a new or long-absent principal
     if candidate.authority < policy.min_authority:
         return "below_authority", None
     if age > policy.confirm_days:
         return "stale", None  # R9
     tier = "recent" if age <= policy.recent_days else "confirm"
-    if principal and mode == "confirm":
+    if remembered and mode == "confirm":
         tier = "confirm"  # R9: every principal item is re-confirmed in confirm mode
     # Step 4: only per-round kinds face the relevance floor; static memory is
     # ordered by relevance but never excluded for it. Slots are this session's
@@ -322,8 +342,22 @@ def _eligibility(
     return None, tier
 
 
+def _round_item_reserve(policy: PolicySettings) -> int:
+    """Item slots kept free of static memory for later rounds (see ROUND_RESERVE_SHARE)."""
+    if not policy.per_round_kinds and SLOT_KIND not in policy.allowed_kinds:
+        return 0
+    return max(1, round(policy.max_items * ROUND_RESERVE_SHARE)) if policy.max_items > 1 else 0
+
+
+def _round_token_reserve(policy: PolicySettings) -> int:
+    if not policy.per_round_kinds and SLOT_KIND not in policy.allowed_kinds:
+        return 0
+    return int(policy.token_budget * ROUND_RESERVE_SHARE)
+
+
 def _pack(
-    ranked: list[int],
+    static_ranked: list[int],
+    round_ranked: list[int],
     candidates: Sequence[Candidate],
     ages: list[int],
     tiers: list[str | None],
@@ -336,6 +370,11 @@ def _pack(
     line_tokens: list[int],
 ) -> tuple[list[int], str, str, str, int]:
     """Take items in rank order while the whole rendered context fits (R11).
+
+    Static items go first and may fill the budget only up to the per-round
+    reserve (R12 keeps them for the whole session); per-round items then take
+    what is left of the full budget. Within each, items are taken in rank
+    order and packing stops at the first that does not fit.
 
     The full context is re-rendered and re-counted for every item: token
     counts are not additive across line joins, and a sum of per-line counts
@@ -366,25 +405,27 @@ def _pack(
     # An empty cached block means round 1's header did not fit: round items
     # without the priority statement would break R10, so they wait too.
     if used > budget or cached_static_block == "":
-        for i in ranked:
+        for i in [*static_ranked, *round_ranked]:
             reasons[i] = "over_budget"
         return [], "", "", "", 0
 
-    for position, i in enumerate(ranked):
-        trial = render([*accepted, i])
-        trial_used = count_tokens(trial[2], policy.encoding)
-        line_tokens[i] = count_tokens(
-            rendering.render_item(_selected_item(candidates[i], ages[i], tiers[i], 0, policy)),
-            policy.encoding,
-        )
-        if trial_used > budget:
-            # R11: stop at the first item that does not fit; a smaller,
-            # lower-ranked item never jumps the queue.
-            for j in ranked[position:]:
-                reasons[j] = "over_budget"
-            break
-        accepted.append(i)
-        (static, round_, context), used = trial, trial_used
+    static_budget = budget - _round_token_reserve(policy)
+    for ranked, limit in ((static_ranked, static_budget), (round_ranked, budget)):
+        for position, i in enumerate(ranked):
+            trial = render([*accepted, i])
+            trial_used = count_tokens(trial[2], policy.encoding)
+            line_tokens[i] = count_tokens(
+                rendering.render_item(_selected_item(candidates[i], ages[i], tiers[i], 0, policy)),
+                policy.encoding,
+            )
+            if trial_used > limit:
+                # R11: stop at the first item that does not fit; a smaller,
+                # lower-ranked item never jumps the queue.
+                for j in ranked[position:]:
+                    reasons[j] = "over_budget"
+                break
+            accepted.append(i)
+            (static, round_, context), used = trial, trial_used
     return accepted, static, round_, context, used
 
 

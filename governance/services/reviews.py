@@ -78,6 +78,10 @@ def _decide(write_id: int, decision: Decision, reason: str, reviewer: Any) -> Wr
     superseded: list[int] = []
     if decision.action == "approve":
         fact = _approved_fact(write, edited, reviewer)
+        # R8: its scope (a slot's session, an agent, a project) ended while it
+        # waited. The approval is recorded, but nothing is brought back into a
+        # scope that no longer exists, and nothing active is superseded by it.
+        scope_ended = fact.status == "out_of_scope"
         current = (
             Fact.objects.select_for_update()
             .filter(
@@ -89,7 +93,7 @@ def _decide(write_id: int, decision: Decision, reason: str, reviewer: Any) -> Wr
             )
             .exclude(pk=fact.pk)
             .first()
-            if fact.key
+            if fact.key and not scope_ended
             else None
         )
         if current is not None:
@@ -101,16 +105,19 @@ def _decide(write_id: int, decision: Decision, reason: str, reviewer: Any) -> Wr
                 write=write,
             )
             superseded.append(current.pk)
-        fact.status = "active"
-        fact.status_reason = f"Approved by {reviewer.get_username()}"
-        fact.status_changed_at = now
+        if not scope_ended:
+            fact.status = "active"
+            fact.status_reason = f"Approved by {reviewer.get_username()}"
+            fact.status_changed_at = now
         fact.save()
         write.status = "active"
         write.fact = fact
     else:
         if write.fact_id is not None:
             Fact.objects.filter(pk=write.fact_id).update(
-                status="rejected", status_reason=f"Rejected by {reviewer.get_username()}: {reason}", status_changed_at=now
+                status="rejected",
+                status_reason=f"Rejected by {reviewer.get_username()}: {reason}",
+                status_changed_at=now,
             )
         write.status = "rejected"
     write.decided_at = now

@@ -43,4 +43,6 @@ class Command(BaseCommand):
             Membership.objects.get_or_create(user=user, project=project)
             _, secret = credentials.create_access_token(user, name=options["name"] or secrets.token_hex(2))
         self.stdout.write(secret)
-        self.stderr.write(f"Token for {user.get_username()} ({options['role']} in {project.slug}), shown once.")
+        self.stderr.write(
+            f"Token for {user.get_username()} ({options['role']} in {project.slug}), shown once."
+        )

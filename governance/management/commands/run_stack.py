@@ -11,7 +11,6 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection
@@ -27,7 +26,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
-        parser.add_argument("--no-demo", action="store_true", help="Do not load demo data into an empty database")
+        parser.add_argument(
+            "--no-demo", action="store_true", help="Do not load demo data into an empty database"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         embedded = "DATABASE_URL" not in os.environ
@@ -41,19 +42,40 @@ class Command(BaseCommand):
             if not Project.objects.exists():
                 call_command("load_demo")
         connection.close()
-        if settings.CELERY_BROKER_URL == "filesystem://":
-            for folder in ("queue", "processed", "control"):
-                Path(settings.CELERY_FILESYSTEM_BROKER_DIR, folder).mkdir(parents=True, exist_ok=True)
 
         bin_dir = Path(sys.executable).parent
         bind = f"{options['host']}:{options['port']}"
         commands = {
-            "web": [str(bin_dir / "gunicorn"), "memoryadmin.wsgi", "--bind", bind, "--workers", "2",
-                    "--access-logfile", "-"],
-            "worker": [str(bin_dir / "celery"), "-A", "memoryadmin", "worker", "--loglevel", "INFO",
-                       "--concurrency", "1"],
-            "beat": [str(bin_dir / "celery"), "-A", "memoryadmin", "beat", "--loglevel", "INFO",
-                     "--pidfile", ""],
+            "web": [
+                str(bin_dir / "gunicorn"),
+                "memoryadmin.wsgi",
+                "--bind",
+                bind,
+                "--workers",
+                "2",
+                "--access-logfile",
+                "-",
+            ],
+            "worker": [
+                str(bin_dir / "celery"),
+                "-A",
+                "memoryadmin",
+                "worker",
+                "--loglevel",
+                "INFO",
+                "--concurrency",
+                "1",
+            ],
+            "beat": [
+                str(bin_dir / "celery"),
+                "-A",
+                "memoryadmin",
+                "beat",
+                "--loglevel",
+                "INFO",
+                "--pidfile",
+                "",
+            ],
         }
         children: dict[str, subprocess.Popen[bytes]] = {}
         stopping = False

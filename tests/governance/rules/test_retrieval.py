@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -13,6 +14,7 @@ import pytest
 from governance.rules import rendering
 from governance.rules.policy import FACT_KINDS, PolicySettings
 from governance.rules.retrieval import (
+    ROUND_RESERVE_SHARE,
     REASONS,
     Candidate,
     RetrievalPlan,
@@ -461,11 +463,28 @@ def test_a_keyed_fact_without_a_value_excludes_nothing() -> None:
 # --- max_items and the token budget (R11) ---------------------------------
 
 
+STATIC_ONLY = replace(
+    DEFAULTS, per_round_kinds=(), allowed_kinds=tuple(k for k in DEFAULTS.allowed_kinds if k != "slot")
+)
+
+
 def test_max_items() -> None:
     candidates = [fact(n, age=n) for n in range(1, 6)]
-    result = plan(candidates, replace(DEFAULTS, max_items=3))
+    result = plan(candidates, replace(STATIC_ONLY, max_items=3))
     assert selected_ids(result) == [1, 2, 3]
     assert reasons(result) == {1: None, 2: None, 3: None, 4: "over_budget", 5: "over_budget"}
+
+
+def test_static_memory_leaves_a_quarter_of_items_and_tokens_for_later_rounds() -> None:
+    # R12 keeps round 1's static block all session, so it may not take what
+    # later rounds' per-round items need.
+    candidates = [fact(n, age=n) for n in range(1, 6)]
+    result = plan(candidates, replace(DEFAULTS, max_items=4))
+    assert selected_ids(result) == [1, 2, 3]
+    assert reasons(result)[4] == "over_budget"
+    many = [fact(n, statement=f"remembered detail number {n} about the account") for n in range(1, 60)]
+    packed = plan(many, replace(DEFAULTS, token_budget=300, max_items=60))
+    assert packed.tokens_used <= 300 - 75
 
 
 def sixty_facts() -> list[Candidate]:
@@ -491,7 +510,8 @@ def test_sixty_facts_fit_a_300_token_budget(encoding: str) -> None:
     result = plan(candidates, policy)
     # Counted independently of the code under test: a second tokenizer implementation.
     assert len(bpe_openai.get_encoding(encoding).encode(result.context)) == result.tokens_used
-    assert 230 < result.tokens_used <= 300
+    # Static memory stops at 75% of the budget (ROUND_RESERVE_SHARE).
+    assert 160 < result.tokens_used <= 225
     assert result.token_budget == 300
     chosen = selected_ids(result)
     assert 5 < len(chosen) < 60
@@ -505,7 +525,9 @@ def test_sixty_facts_fit_a_300_token_budget(encoding: str) -> None:
     assert first_out.tokens == count_tokens(
         next(line for line in _lines_for(first_out.fact_id, candidates, policy)), encoding
     )
-    bigger = replace(policy, token_budget=result.tokens_used + first_out.tokens + 10)
+    # Room for exactly one more line within the static share of the budget.
+    needed = result.tokens_used + first_out.tokens + 10
+    bigger = replace(policy, token_budget=math.ceil(needed / (1 - ROUND_RESERVE_SHARE)))
     assert first_out.fact_id in selected_ids(plan(candidates, bigger))
     assert all(d.tokens == 0 for d in rank[len(chosen) + 1 :])
     assert all(item.tokens > 0 for item in result.selected)

@@ -5,8 +5,11 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
+from django.db import InterfaceError, OperationalError
 
 from governance.services import embeddings as embedding_service
+from governance.services import facts as fact_service
+from governance.services import replay as replay_service
 
 logger = logging.getLogger(__name__)
 
@@ -34,3 +37,32 @@ def embed_missing_facts() -> int:
     for fact_id in ids:
         embed_fact.delay(fact_id)
     return len(ids)
+
+
+@shared_task(
+    name="governance.tasks.expire_facts",
+    autoretry_for=RETRY_FOR,
+    retry_backoff=2,
+    retry_backoff_max=300,
+    retry_jitter=True,
+    max_retries=3,
+)
+def expire_facts() -> int:
+    """Beat sweep (R8 expiration). Idempotent: a second run finds nothing left to expire,
+    so a retry or an overlapping run does no harm."""
+    return fact_service.expire_due_facts()
+
+
+@shared_task(
+    name="governance.tasks.run_replay",
+    # Only a lost database is worth retrying; any other failure is recorded on
+    # the job by the service, and running it again would fail the same way.
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=2,
+    retry_backoff_max=60,
+    retry_jitter=True,
+    max_retries=3,
+)
+def run_replay(job_id: str) -> bool:
+    """What-if replay of a policy draft (issue 5); the job row carries progress and result."""
+    return replay_service.run(job_id)

@@ -54,7 +54,11 @@ def celery_worker_process(django_db_setup: Any, django_db_blocker: Any) -> Itera
         # A broker folder of this test session's own, so a `make run` worker
         # on the same checkout never takes the tests' tasks.
         broker = _TMP / "broker"
-        folders = {"queue": broker / "queue", "processed": broker / "processed", "control": broker / "control"}
+        folders = {
+            "queue": broker / "queue",
+            "processed": broker / "processed",
+            "control": broker / "control",
+        }
         for folder in folders.values():
             folder.mkdir(parents=True, exist_ok=True)
         env["CELERY_FILESYSTEM_BROKER_DIR"] = str(broker)
@@ -69,7 +73,18 @@ def celery_worker_process(django_db_setup: Any, django_db_blocker: Any) -> Itera
         raise RuntimeError("The worker fixture expects the embedded test database.")
     log = open(_TMP / "worker.log", "wb")  # noqa: SIM115 (closed at teardown)
     process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "memoryadmin", "worker", "--pool", "solo", "--loglevel", "INFO"],
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "memoryadmin",
+            "worker",
+            "--pool",
+            "solo",
+            "--loglevel",
+            "INFO",
+        ],
         cwd=ROOT,
         env=env,
         stdout=log,
@@ -96,6 +111,14 @@ def real_worker(celery_worker_process: subprocess.Popen[bytes]) -> Iterator[subp
     from memoryadmin.celery import app
 
     app.conf.task_always_eager = False
+    # A broker connection pool built earlier in the session (before the worker
+    # fixture pointed the broker at this session's folder) would still publish
+    # to the settings' default folder, where no test worker listens: forget it,
+    # and the next publish looks up the pool for the current options (kombu
+    # keys its pools by connection options; closing one would break that lookup).
+    # Celery has no public way to rebuild its pools, hence the private attributes.
+    app._pool = None  # type: ignore[attr-defined]
+    app.amqp._producer_pool = None  # type: ignore[attr-defined]
     yield celery_worker_process
     app.conf.task_always_eager = True
 
@@ -119,8 +142,6 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[s
             "--disable-sync",
         ],
     }
-
-
 
 
 def pytest_sessionfinish(session: Any, exitstatus: int) -> None:

@@ -16,14 +16,14 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from governance.context import actor_scope
-from governance.models import Agent, Fact, Membership, Principal, Project
+from governance.models import Agent, Fact, Membership, Principal, Project, RetrievalEvent
 from governance.rules.text import statement_fingerprint
 from governance.services import agents, credentials
 
 PASSWORD = "correct horse battery staple"
 
 
-class ProjectFactory(factory.django.DjangoModelFactory):
+class ProjectFactory(factory.django.DjangoModelFactory[Project]):
     class Meta:
         model = Project
         django_get_or_create = ("slug",)
@@ -32,7 +32,7 @@ class ProjectFactory(factory.django.DjangoModelFactory):
     name = factory.LazyAttribute(lambda o: o.slug.replace("-", " ").title())
 
 
-class PrincipalFactory(factory.django.DjangoModelFactory):
+class PrincipalFactory(factory.django.DjangoModelFactory[Principal]):
     class Meta:
         model = Principal
         django_get_or_create = ("project", "external_id")
@@ -41,7 +41,7 @@ class PrincipalFactory(factory.django.DjangoModelFactory):
     external_id = factory.Sequence(lambda n: f"user-{n}")
 
 
-class FactFactory(factory.django.DjangoModelFactory):
+class FactFactory(factory.django.DjangoModelFactory[Fact]):
     """A fact stored directly, for tests of reads; writes go through services."""
 
     class Meta:
@@ -70,7 +70,9 @@ class FactFactory(factory.django.DjangoModelFactory):
 def make_user(username: str, role: str | None, *projects: Project) -> User:
     user = User.objects.create_user(username=username, password=PASSWORD)
     if role:
-        user.groups.add(Group.objects.get(name=role))
+        # get_or_create: a transaction=True test flushes every table, the groups that
+        # migration 0003 created included, before the next transactional test runs.
+        user.groups.add(Group.objects.get_or_create(name=role)[0])
     for project in projects:
         Membership.objects.create(user=user, project=project)
     return user
@@ -151,3 +153,21 @@ def auditor(project: Project) -> User:
 def outsider(other_project: Project) -> User:
     """A reviewer, but of another project."""
     return make_user("olga", "reviewer", other_project)
+
+
+def make_retrieval_event(agent: Agent, **fields: Any) -> RetrievalEvent:
+    """A retrieval event stored directly, for tests of the log; real ones come from POST /retrieve."""
+    values: dict[str, Any] = {
+        "mode": "resume",
+        "context": "",
+        "tokens_used": 0,
+        "token_budget": 600,
+        "candidate_count": 0,
+        "excluded_count": 0,
+        "reasons": [],
+        **fields,
+    }
+    assert agent.active_policy is not None, "every agent has an active policy version"
+    return RetrievalEvent.objects.create(
+        project=agent.project, agent=agent, policy_version=agent.active_policy, **values
+    )

@@ -76,7 +76,9 @@ class HasRole(permissions.BasePermission):
         if not getattr(user, "is_authenticated", False) or isinstance(user, AgentPrincipal):
             return False
         needed = (
-            access.READ_ROLES if request.method in permissions.SAFE_METHODS else getattr(view, "write_roles", None)
+            access.READ_ROLES
+            if request.method in permissions.SAFE_METHODS
+            else getattr(view, "write_roles", None)
         )
         if needed is None or not access.has_any_role(user, needed):
             access.log_denied(user, f"{request.method} {request.path}", view.__class__.__name__)
@@ -97,4 +99,8 @@ class AccessTokenScheme(OpenApiAuthenticationExtension):
     name = "personalAccessToken"
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
-        return {"type": "http", "scheme": "bearer", "description": "A personal access token (create_user_token)."}
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "A personal access token (create_user_token).",
+        }

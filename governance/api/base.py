@@ -7,7 +7,13 @@ from typing import Any
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from governance.api.auth import AccessTokenAuthentication, AgentKeyAuthentication, AgentPrincipal, HasRole, IsAgent
+from governance.api.auth import (
+    AccessTokenAuthentication,
+    AgentKeyAuthentication,
+    AgentPrincipal,
+    HasRole,
+    IsAgent,
+)
 from governance.models import Agent, Project
 
 

@@ -52,7 +52,9 @@ def fact_body(fact: Fact, *, policy_tiers: tuple[int, int] | None = None) -> dic
 class FactDetail(AgentAPIView):
     @extend_schema(summary="One fact with provenance and its supersession chain")
     def get(self, request: Request, fact_id: int) -> Response:
-        fact = get_object_or_404(Fact.objects.select_related("principal"), pk=fact_id, project=self.project(request))
+        fact = get_object_or_404(
+            Fact.objects.select_related("principal"), pk=fact_id, project=self.project(request)
+        )
         body = fact_body(fact)
         body["supersession_chain"] = fact_selectors.supersession_chain(fact)
         return Response(body)
@@ -99,6 +101,8 @@ class PrincipalMemories(AgentAPIView):
         return Response(
             {
                 "principal": principal.external_id,
-                "memories": [fact_body(f, policy_tiers=(policy.recent_days, policy.confirm_days)) for f in facts],
+                "memories": [
+                    fact_body(f, policy_tiers=(policy.recent_days, policy.confirm_days)) for f in facts
+                ],
             }
         )

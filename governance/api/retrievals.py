@@ -16,7 +16,9 @@ from governance.services import retrievals as retrieval_service
 class RetrieveRequestSerializer(serializers.Serializer):
     principal = serializers.CharField(max_length=200, allow_null=True, required=True)
     session = serializers.CharField(max_length=200, allow_null=True, required=False)
-    query = serializers.CharField(max_length=8000, allow_blank=True, required=False, default="", trim_whitespace=False)
+    query = serializers.CharField(
+        max_length=8000, allow_blank=True, required=False, default="", trim_whitespace=False
+    )
     round = serializers.IntegerField(min_value=1, required=False, default=1)
     identity_verified = serializers.BooleanField(required=False, default=False)
 

@@ -49,6 +49,8 @@ class EndSession(AgentAPIView):
                 "session": result.session.external_id,
                 "ended_at": result.session.ended_at.isoformat() if result.session.ended_at else None,
                 "resume_hint": result.session.resume_hint,
+                # Non-empty: the hint looked like an injection (R5) and will not be injected.
+                "resume_hint_findings": [f.to_dict() for f in result.hint_findings],
                 "slots_ended": result.slots_ended,
                 "summary": (
                     {

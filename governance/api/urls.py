@@ -1,1 +1,34 @@
-urlpatterns: list[object] = []
+from django.urls import path
+
+from governance.api import facts, retrievals, sessions, writes
+from governance.api import policies as policy_api
+from governance.api.admin_retrievals import RetrievalLog as AdminRetrievalLog
+from governance.api.audit import AuditExport, AuditHistory
+from governance.api.reviews import ReviewDecisionView, ReviewQueue
+
+# An agent's policy in the governance API (issue 5).
+POLICY = "admin/projects/<slug:project>/agents/<slug:agent>/policy"
+
+urlpatterns = [
+    path("writes", writes.WriteListCreate.as_view(), name="api-writes"),
+    path("writes/<int:write_id>", writes.WriteDetail.as_view(), name="api-write"),
+    path("retrieve", retrievals.Retrieve.as_view(), name="api-retrieve"),
+    path("retrievals/<int:retrieval_id>", retrievals.RetrievalDetail.as_view(), name="api-retrieval"),
+    path("principals/<str:external_id>/memories", facts.PrincipalMemories.as_view(), name="api-memories"),
+    path("facts/<int:fact_id>", facts.FactDetail.as_view(), name="api-fact"),
+    path("facts/<int:fact_id>/withdraw", facts.FactWithdraw.as_view(), name="api-fact-withdraw"),
+    path("sessions/<str:session_id>/end", sessions.EndSession.as_view(), name="api-session-end"),
+    path("admin/retrievals", AdminRetrievalLog.as_view(), name="api-admin-retrievals"),
+    path("admin/reviews", ReviewQueue.as_view(), name="api-admin-reviews"),
+    path("admin/reviews/<int:write_id>/decision", ReviewDecisionView.as_view(), name="api-admin-decision"),
+    path(POLICY, policy_api.PolicyView.as_view(), name="api-admin-policy"),
+    path(f"{POLICY}/draft", policy_api.PolicyDraftView.as_view(), name="api-admin-policy-draft"),
+    path(f"{POLICY}/publish", policy_api.PolicyPublishView.as_view(), name="api-admin-policy-publish"),
+    path(f"{POLICY}/rollback", policy_api.PolicyRollbackView.as_view(), name="api-admin-policy-rollback"),
+    path(f"{POLICY}/versions", policy_api.PolicyVersionsView.as_view(), name="api-admin-policy-versions"),
+    path(f"{POLICY}/replay", policy_api.PolicyReplayView.as_view(), name="api-admin-policy-replay"),
+    path("admin/jobs/<uuid:job_id>", policy_api.JobView.as_view(), name="api-admin-job"),
+    path("admin/jobs/<uuid:job_id>/cancel", policy_api.JobCancelView.as_view(), name="api-admin-job-cancel"),
+    path("admin/audit", AuditHistory.as_view(), name="api-admin-audit"),
+    path("admin/audit/export", AuditExport.as_view(), name="api-admin-audit-export"),
+]

@@ -48,7 +48,9 @@ class WriteRequestSerializer(serializers.Serializer):
 
     def validate_key(self, value):  # type: ignore[no-untyped-def]
         if value is not None and not KEY_PATTERN.match(value):
-            raise serializers.ValidationError("Use letters, digits and _ . : - / only (e.g. deployment_region).")
+            raise serializers.ValidationError(
+                "Use letters, digits and _ . : - / only (e.g. deployment_region)."
+            )
         return value
 
     def validate(self, attrs):  # type: ignore[no-untyped-def]
@@ -90,8 +92,9 @@ class FindingSerializer(serializers.Serializer):
 class WriteCreatedSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     status = serializers.CharField()
-    fact = inline_serializer("FactRef", {"id": serializers.IntegerField(), "status": serializers.CharField()},
-                             allow_null=True)
+    fact = inline_serializer(
+        "FactRef", {"id": serializers.IntegerField(), "status": serializers.CharField()}, allow_null=True
+    )
     findings = FindingSerializer(many=True)
     supersedes = serializers.ListField(child=serializers.IntegerField())
 
@@ -153,7 +156,9 @@ class WriteListCreate(AgentAPIView):
         if key is not None and len(key) > 200:
             raise serializers.ValidationError({"Idempotency-Key": ["At most 200 characters."]})
         try:
-            write = write_service.submit_write(self.agent(request), serializer.to_request(), idempotency_key=key)
+            write = write_service.submit_write(
+                self.agent(request), serializer.to_request(), idempotency_key=key
+            )
         except write_service.IdempotencyConflict as exc:
             raise Conflict(str(exc)) from exc
         except write_service.UnknownReference as exc:
@@ -170,5 +175,3 @@ class WriteDetail(AgentAPIView):
             project=self.project(request),
         )
         return Response(write_detail(write))
-
-

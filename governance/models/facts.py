@@ -58,7 +58,9 @@ def _in(field: str, choices: type[models.TextChoices]) -> Q:
     return Q(**{f"{field}__in": choices.values})
 
 
-@tracked(exclude=["embedding"], erasable=True)
+# summary_source stays out of history: it never changes after the summary is
+# written, and withdrawal (R8) then has one copy of it to erase, not many.
+@tracked(exclude=["embedding", "summary_source"], erasable=True)
 class Fact(models.Model):
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="facts")
     # Null for project-level facts, which every principal of the project sees (R1).
@@ -103,6 +105,9 @@ class Fact(models.Model):
     event_first = models.CharField(max_length=200, blank=True)
     event_last = models.CharField(max_length=200, blank=True)
     summary_check = models.JSONField(null=True, blank=True)
+    # What a summary was made from (R17's source_text): the console diffs the
+    # check's dropped items against it. Null when none was given or once erased.
+    summary_source = models.TextField(null=True, blank=True)
 
     class Meta:
         ordering = ["-recorded_at", "-id"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -63,6 +64,9 @@ class RetrievalEvent(models.Model):
             models.Index(fields=["project", "-created_at", "-id"], name="retrieval_log_idx"),
             models.Index(fields=["agent", "-created_at", "-id"], name="retrieval_agent_log_idx"),
             models.Index(fields=["principal", "-created_at", "-id"], name="retrieval_principal_log_idx"),
+            # The log's exclusion-reason filter: a rare reason would otherwise walk most of the
+            # log index (bench/retrieval_log.py: 220 ms at 1 M events, well under 1 ms with this).
+            GinIndex(fields=["reasons"], opclasses=["jsonb_path_ops"], name="retrieval_reasons_gin"),
         ]
         triggers = append_only("retrieval", allow_erasure=True)
 

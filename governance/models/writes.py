@@ -100,7 +100,9 @@ class ReviewAction(models.TextChoices):
     EDIT_APPROVE = "edit_approve"
 
 
-@tracked()
+# Erasable history: an edit-and-approve keeps the reviewer's statement, which a
+# withdrawal (R8) must be able to blank in the history rows too.
+@tracked(erasable=True)
 class ReviewDecision(models.Model):
     # One decision per write: when two reviewers race, the database lets exactly one win.
     write = models.OneToOneField(Write, on_delete=models.PROTECT, related_name="decision")

@@ -444,11 +444,14 @@ _INSTRUCTION_PATTERNS: tuple[_Pattern, ...] = (
     ),
     _p(
         "tells the assistant to promote something",
-        _PROMOTING_START + _PROMOTE
+        _PROMOTING_START
+        + _PROMOTE
         + r"|\b(?:from\s+now\s+on|going\s+forward|henceforth|from\s+this\s+point(?:\s+on)?)\b"
-        r"[^.!?\n]{0,60}?\b" + _PROMOTE
+        r"[^.!?\n]{0,60}?\b"
+        + _PROMOTE
         + r"|\byou\s+(?:must|should|shall|will|need\s+to|have\s+to|are\s+(?:required"
-        r"|instructed|expected|supposed)\s+to)\s+(?:\w+\s+){0,2}?" + _PROMOTE
+        r"|instructed|expected|supposed)\s+to)\s+(?:\w+\s+){0,2}?"
+        + _PROMOTE
         + r"|\b(?:recommend|suggest|promote|endorse|advertise|push)\s+[^.!?\n]{1,40}?\s+"
         r"(?:to|for)\s+(?:every|all|any|each)\s+(?:users?|customers?|people|visitors?"
         r"|clients?|one|body)\b",
@@ -597,9 +600,7 @@ def _is_emoji_part(ch: str) -> bool:
     if not ch:
         return False
     code = ord(ch)
-    return (
-        unicodedata.category(ch) == "So" or code >= 0x1F000 or 0xFE00 <= code <= 0xFE0F
-    )
+    return unicodedata.category(ch) == "So" or code >= 0x1F000 or 0xFE00 <= code <= 0xFE0F
 
 
 def _is_joining_script_letter(ch: str) -> bool:
@@ -738,9 +739,7 @@ def check_encoded_payload(proposal: WriteProposal, context: GuardContext) -> lis
         folded = fold_confusables(decoded_all)
         before = {p.reason for p, _ in _markup_hits(text.skeleton)}
         before |= {p.reason for p, _ in _instruction_hits(text.skeleton, proposal.source_type)}
-        for pattern, match in _markup_hits(folded) + _instruction_hits(
-            folded, proposal.source_type
-        ):
+        for pattern, match in _markup_hits(folded) + _instruction_hits(folded, proposal.source_type):
             if pattern.reason not in before:
                 problems.append(
                     f"escaped text decodes to {pattern.reason}: "
@@ -805,20 +804,74 @@ _PLACEHOLDER = re.compile(r"[{}$<>]|%7b|%7d|%24|%3c|%3e", re.IGNORECASE)
 _PLACEHOLDER_VALUE = re.compile(r"^[A-Z][A-Z0-9_]{2,}$")
 _DATA_WORDS = frozenset(
     {
-        "email", "mail", "password", "passwd", "pwd", "secret", "token", "key", "apikey",
-        "ssn", "card", "cc", "phone", "dob", "conversation", "conv", "chat", "history",
-        "memory", "memories", "context", "prompt", "msg", "message", "messages",
-        "transcript", "cookie", "cookies", "session", "sessionid", "payload", "exfil",
-        "leak", "dump", "creds", "credentials", "pii", "data", "user", "username",
+        "email",
+        "mail",
+        "password",
+        "passwd",
+        "pwd",
+        "secret",
+        "token",
+        "key",
+        "apikey",
+        "ssn",
+        "card",
+        "cc",
+        "phone",
+        "dob",
+        "conversation",
+        "conv",
+        "chat",
+        "history",
+        "memory",
+        "memories",
+        "context",
+        "prompt",
+        "msg",
+        "message",
+        "messages",
+        "transcript",
+        "cookie",
+        "cookies",
+        "session",
+        "sessionid",
+        "payload",
+        "exfil",
+        "leak",
+        "dump",
+        "creds",
+        "credentials",
+        "pii",
+        "data",
+        "user",
+        "username",
     }
 )
 # Public request-capture services: a link to one in a memory exists to receive data.
 _COLLECTOR_HOSTS = (
-    "webhook.site", "requestbin.net", "requestbin.com", "pipedream.net", "ngrok.io",
-    "ngrok.app", "ngrok-free.app", "burpcollaborator.net", "oastify.com", "interact.sh",
-    "oast.fun", "oast.pro", "oast.live", "oast.site", "oast.online", "oast.me",
-    "requestcatcher.com", "beeceptor.com", "hookbin.com", "canarytokens.com", "dnslog.cn",
-    "postb.in", "ptsv2.com", "ptsv3.com",
+    "webhook.site",
+    "requestbin.net",
+    "requestbin.com",
+    "pipedream.net",
+    "ngrok.io",
+    "ngrok.app",
+    "ngrok-free.app",
+    "burpcollaborator.net",
+    "oastify.com",
+    "interact.sh",
+    "oast.fun",
+    "oast.pro",
+    "oast.live",
+    "oast.site",
+    "oast.online",
+    "oast.me",
+    "requestcatcher.com",
+    "beeceptor.com",
+    "hookbin.com",
+    "canarytokens.com",
+    "dnslog.cn",
+    "postb.in",
+    "ptsv2.com",
+    "ptsv3.com",
 )
 _SEND_DATA_TO_LINK = re.compile(
     r"\b(?:send|post|forward|append|upload|leak|exfiltrate|transmit|submit|attach|encode)\b"
@@ -879,8 +932,7 @@ def check_exfiltration_link(proposal: WriteProposal, context: GuardContext) -> l
         Finding(
             "exfiltration_link",
             "high",
-            "Shaped to carry data out when an assistant renders or follows it: "
-            f"{'; '.join(problems)}.",
+            f"Shaped to carry data out when an assistant renders or follows it: {'; '.join(problems)}.",
         )
     ]
 
@@ -1019,15 +1071,12 @@ def check_derived_from_retrieval(proposal: WriteProposal, context: GuardContext)
 def _contradicts_verified(proposal: WriteProposal, context: GuardContext) -> bool:
     # R6: same principal and key with a different statement is a conflict.
     verified = context.verified_statement_for_key
-    return verified is not None and (
-        normalise_statement(verified) != normalise_statement(proposal.statement)
-    )
+    return verified is not None and (normalise_statement(verified) != normalise_statement(proposal.statement))
 
 
 def check_burst(proposal: WriteProposal, context: GuardContext) -> list[Finding]:
     duplicates = sum(
-        1 for earlier in context.recent_agent_statements
-        if near_duplicate(proposal.statement, earlier)
+        1 for earlier in context.recent_agent_statements if near_duplicate(proposal.statement, earlier)
     )
     if duplicates < BURST_MIN_DUPLICATES:
         return []
@@ -1036,9 +1085,7 @@ def check_burst(proposal: WriteProposal, context: GuardContext) -> list[Finding]
         "repeating a claim can make it look corroborated."
     )
     if _contradicts_verified(proposal, context):
-        detail += (
-            f" It contradicts the verified fact {_show(context.verified_statement_for_key or '')}."
-        )
+        detail += f" It contradicts the verified fact {_show(context.verified_statement_for_key or '')}."
         return [Finding("burst", "high", detail)]
     return [Finding("burst", "medium", detail)]
 
@@ -1081,9 +1128,7 @@ CHECKS: tuple[Check, ...] = (
 _SEVERITY_RANK = {severity: rank for rank, severity in enumerate(SEVERITIES)}
 
 
-def decide_outcome(
-    findings: Sequence[Finding], authority: int, *, auto_approve_min_authority: int
-) -> str:
+def decide_outcome(findings: Sequence[Finding], authority: int, *, auto_approve_min_authority: int) -> str:
     checks = {f.check for f in findings}
     if checks & REJECTING_CHECKS:
         return "rejected"
@@ -1102,7 +1147,5 @@ def check_write(
     # Riskiest first, so the review queue shows the reason that matters most.
     findings.sort(key=lambda f: -_SEVERITY_RANK[f.severity])
     authority = resolve_authority(proposal, context)
-    outcome = decide_outcome(
-        findings, authority, auto_approve_min_authority=auto_approve_min_authority
-    )
+    outcome = decide_outcome(findings, authority, auto_approve_min_authority=auto_approve_min_authority)
     return GuardResult(authority=authority, findings=tuple(findings), outcome=outcome)

@@ -16,14 +16,10 @@ import unicodedata
 # U+200E/U+200F are bidi marks rather than zero-width spaces, but they render
 # as nothing, so the write guard treats them with the zero-width family (R5).
 ZERO_WIDTH_CHARS: frozenset[str] = frozenset("\u200b\u200c\u200d\u200e\u200f\u2060\ufeff")
-BIDI_CONTROL_CHARS: frozenset[str] = frozenset(
-    "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
-)
+BIDI_CONTROL_CHARS: frozenset[str] = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 # Invisible characters outside the Cf category that have been used to pad or
 # hide text (soft hyphen is Cf, these are not).
-_OTHER_INVISIBLE: frozenset[str] = frozenset(
-    "\u034f\u115f\u1160\u17b4\u17b5\u180e\u3164\uffa0"
-)
+_OTHER_INVISIBLE: frozenset[str] = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u180e\u3164\uffa0")
 # Unicode tag characters spell ASCII invisibly ("ASCII smuggling").
 TAG_CHAR_RANGE = range(0xE0000, 0xE0080)
 
@@ -52,18 +48,69 @@ def strip_hidden(text: str) -> str:
 # the folded text back onto the text a reviewer sees.
 _CONFUSABLES: dict[str, str] = {
     # Cyrillic (escaped: the point is that they look like Latin letters)
-    "\u0430": "a", "\u0435": "e", "\u043e": "o", "\u0440": "p", "\u0441": "c", "\u0443": "y",
-    "\u0445": "x", "\u0456": "i", "\u0458": "j", "\u0455": "s", "\u0501": "d", "\u051b": "q",
-    "\u051d": "w", "\u04bb": "h", "\u04cf": "l", "\u0475": "v", "\u0410": "A", "\u0412": "B",
-    "\u0415": "E", "\u041a": "K", "\u041c": "M", "\u041d": "H", "\u041e": "O", "\u0420": "P",
-    "\u0421": "C", "\u0422": "T", "\u0423": "Y", "\u0425": "X", "\u0406": "I", "\u0408": "J",
-    "\u0405": "S", "\u051a": "Q", "\u051c": "W", "\u04ae": "Y", "\u04c0": "I",
+    "\u0430": "a",
+    "\u0435": "e",
+    "\u043e": "o",
+    "\u0440": "p",
+    "\u0441": "c",
+    "\u0443": "y",
+    "\u0445": "x",
+    "\u0456": "i",
+    "\u0458": "j",
+    "\u0455": "s",
+    "\u0501": "d",
+    "\u051b": "q",
+    "\u051d": "w",
+    "\u04bb": "h",
+    "\u04cf": "l",
+    "\u0475": "v",
+    "\u0410": "A",
+    "\u0412": "B",
+    "\u0415": "E",
+    "\u041a": "K",
+    "\u041c": "M",
+    "\u041d": "H",
+    "\u041e": "O",
+    "\u0420": "P",
+    "\u0421": "C",
+    "\u0422": "T",
+    "\u0423": "Y",
+    "\u0425": "X",
+    "\u0406": "I",
+    "\u0408": "J",
+    "\u0405": "S",
+    "\u051a": "Q",
+    "\u051c": "W",
+    "\u04ae": "Y",
+    "\u04c0": "I",
     # Greek
-    "\u03b1": "a", "\u03b5": "e", "\u03b9": "i", "\u03ba": "k", "\u03bd": "v", "\u03bf": "o",
-    "\u03c1": "p", "\u03c4": "t", "\u03c5": "u", "\u03c7": "x", "\u03f2": "c", "\u03f3": "j",
-    "\u0391": "A", "\u0392": "B", "\u0395": "E", "\u0396": "Z", "\u0397": "H", "\u0399": "I",
-    "\u039a": "K", "\u039c": "M", "\u039d": "N", "\u039f": "O", "\u03a1": "P", "\u03a4": "T",
-    "\u03a5": "Y", "\u03a7": "X", "\u03f9": "C",
+    "\u03b1": "a",
+    "\u03b5": "e",
+    "\u03b9": "i",
+    "\u03ba": "k",
+    "\u03bd": "v",
+    "\u03bf": "o",
+    "\u03c1": "p",
+    "\u03c4": "t",
+    "\u03c5": "u",
+    "\u03c7": "x",
+    "\u03f2": "c",
+    "\u03f3": "j",
+    "\u0391": "A",
+    "\u0392": "B",
+    "\u0395": "E",
+    "\u0396": "Z",
+    "\u0397": "H",
+    "\u0399": "I",
+    "\u039a": "K",
+    "\u039c": "M",
+    "\u039d": "N",
+    "\u039f": "O",
+    "\u03a1": "P",
+    "\u03a4": "T",
+    "\u03a5": "Y",
+    "\u03a7": "X",
+    "\u03f9": "C",
 }
 CONFUSABLE_CHARS: frozenset[str] = frozenset(_CONFUSABLES)
 _CONFUSABLE_TABLE = str.maketrans(_CONFUSABLES)
@@ -82,9 +129,7 @@ def normalise_statement(statement: str) -> str:
     """Canonical form of a statement for equality: NFKC, no hidden characters,
     casefolded, single spaces, no trailing punctuation."""
     text = unicodedata.normalize("NFKC", statement)
-    text = "".join(
-        ch for ch in text if not is_hidden_char(ch) and not _is_variation_selector(ch)
-    )
+    text = "".join(ch for ch in text if not is_hidden_char(ch) and not _is_variation_selector(ch))
     # Casefolding can produce sequences NFKC would compose differently
     # (e.g. some ligatures), so normalise again to keep one canonical form.
     text = unicodedata.normalize("NFKC", text.casefold())
@@ -110,8 +155,9 @@ def statement_fingerprint(statement: str, key: bytes) -> str:
 
 
 _TOKEN = re.compile(r"\w+(?:['\u2019.\-]\w+)*")
-_NEGATIONS = frozenset({"not", "no", "never", "none", "nobody", "nothing", "neither", "nor",
-                        "cannot", "without"})
+_NEGATIONS = frozenset(
+    {"not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "cannot", "without"}
+)
 
 
 def _tokens(normalised: str) -> set[str]:

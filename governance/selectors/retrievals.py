@@ -118,13 +118,17 @@ def per_round_candidates(
                 query_vector,
             )
             .only(*CANDIDATE_FIELDS)
-            # "distance" is the CosineDistance annotation; the stubs only know model fields.
+            # "distance" comes from _with_relevance's annotate(), which django-stubs cannot follow.
             .order_by("distance", "id")[:limit]  # type: ignore[misc]
         )
         candidates.extend(_to_candidate(row, _relevance(row)) for row in nearest)
-    if session is not None:
+    if session is not None and principal is not None:
+        # The principal too, not only the session: a session first seen
+        # without a principal has none pinned, and its slots must still reach
+        # only the person they are about (R1).
         slots = _with_relevance(
-            Fact.objects.filter(project=project, session=session, kind="slot"), query_vector
+            Fact.objects.filter(project=project, session=session, principal=principal, kind="slot"),
+            query_vector,
         ).only(*CANDIDATE_FIELDS)
         candidates.extend(_to_candidate(row, _relevance(row)) for row in slots.order_by("id"))
     return candidates
@@ -237,7 +241,7 @@ def _filtered(project_ids: list[int], filters: LogFilters, after: Cursor | None)
         # Row-wise (created_at, id) < cursor, spelled so the index's leading
         # column bounds the scan; equal timestamps are split by id.
         qs = qs.filter(created_at__lte=created_at).filter(
-            Q(created_at__lt=created_at) | Q(created_at=created_at, id__lte=event_id)
+            Q(created_at__lt=created_at) | Q(created_at=created_at, id__lt=event_id)
         )
     return qs
 
@@ -273,8 +277,11 @@ def retrieval_log(
     page, more = keys[:limit], len(keys) > limit
     if not page:
         return LogPage(events=[], next_cursor=None)
-    rows = RetrievalEvent.objects.filter(pk__in=[event_id for _, event_id in page]).select_related(
-        "project", "agent", "principal", "session", "policy_version"
+    rows = (
+        RetrievalEvent.objects.filter(pk__in=[event_id for _, event_id in page])
+        .select_related("project", "agent", "principal", "session", "policy_version")
+        # The listing names the version; its settings are read on the policy pages.
+        .defer("policy_version__settings")
     )
     events = sorted(rows, key=lambda e: (e.created_at, e.pk), reverse=True)
     last = page[-1]

@@ -25,7 +25,11 @@ def embed_fact(fact_id: int) -> bool:
     [vector] = get_provider().embed([fact.statement])
     with transaction.atomic():
         locked = Fact.objects.select_for_update().filter(pk=fact_id).first()
-        if locked is None or locked.embedded_at is not None or locked.statement_digest != fact.statement_digest:
+        if (
+            locked is None
+            or locked.embedded_at is not None
+            or locked.statement_digest != fact.statement_digest
+        ):
             return False
         if locked.status not in EMBEDDABLE or not locked.statement:
             return False

@@ -3,16 +3,28 @@
 from __future__ import annotations
 
 import hashlib
+import json
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from governance.models import Fact, RetrievalCandidate, RetrievalEvent, Session, Supersession, Tombstone, Write
+from governance.models import (
+    Fact,
+    RetrievalCandidate,
+    RetrievalEvent,
+    Session,
+    Supersession,
+    Tombstone,
+    Write,
+)
 from governance.models.history import ERASURE_SETTING
+from governance.rules import guard
+from governance.rules.rendering import single_line
 from governance.rules.text import statement_fingerprint
 from governance.services import audit
 
@@ -29,7 +41,9 @@ def enqueue_embedding(fact_id: int) -> None:
     transaction.on_commit(lambda: embed_fact.delay(fact_id))
 
 
-def supersede_fact(old: Fact, new: Fact, *, reason: str, decided_by: str, write: Write | None = None) -> Supersession:
+def supersede_fact(
+    old: Fact, new: Fact, *, reason: str, decided_by: str, write: Write | None = None
+) -> Supersession:
     """old -> new (R6): the old fact stays in history, marked superseded with valid_to set.
 
     The new fact is activated here, after the old one steps aside, so callers
@@ -51,7 +65,9 @@ def supersede_fact(old: Fact, new: Fact, *, reason: str, decided_by: str, write:
         new.status_reason = ""
         new.status_changed_at = now
         new.save(update_fields=["status", "status_reason", "status_changed_at"])
-    link = Supersession.objects.create(old_fact=old, new_fact=new, reason=reason, decided_by=decided_by, write=write)
+    link = Supersession.objects.create(
+        old_fact=old, new_fact=new, reason=reason, decided_by=decided_by, write=write
+    )
     audit.record(
         old.project,
         "fact.superseded",
@@ -74,7 +90,10 @@ def corroborate_fact(fact: Fact, *, observed_at: datetime, write: Write | None =
     if changed:
         fact.save(update_fields=changed)
     audit.record(
-        fact.project, "fact.corroborated", fact, data={"write": write.pk if write else None, "changed": changed}
+        fact.project,
+        "fact.corroborated",
+        fact,
+        data={"write": write.pk if write else None, "changed": changed},
     )
     return fact
 
@@ -102,7 +121,14 @@ def change_authority(fact: Fact, *, authority: int, user: Any, reason: str) -> F
     old = fact.authority
     fact.authority = authority
     fact.save(update_fields=["authority"])
-    audit.record(fact.project, "fact.authority_changed", fact, reason=reason, actor_user=user, data={"from": old, "to": authority})
+    audit.record(
+        fact.project,
+        "fact.authority_changed",
+        fact,
+        reason=reason,
+        actor_user=user,
+        data={"from": old, "to": authority},
+    )
     return fact
 
 
@@ -111,20 +137,25 @@ def withdraw_fact(fact: Fact, *, reason: str, actor: str, user: Any = None) -> T
     """R8 withdrawal: erase the content everywhere, keep a tombstone that blocks re-learning.
 
     The statement and its embedding are erased from the fact, the writes that
-    proposed it, the history rows and any retrieval text that injected it. The
-    audit chain only ever held its digest, so it stays verifiable.
+    proposed it, the history rows and any retrieval text that injected it;
+    findings elsewhere that quote it are scrubbed. The audit chain only ever
+    held its digest, so it stays verifiable.
     """
-    fact = Fact.objects.select_for_update().select_related("project").get(pk=fact.pk)
+    # of=("self",): locking the joined project row would serialise every
+    # withdrawal in the project behind this one.
+    fact = Fact.objects.select_for_update(of=("self",)).select_related("project").get(pk=fact.pk)
     if fact.status == "withdrawn":
         raise FactStateError("This fact was already withdrawn.")
     statement = fact.statement
+    # A reason such as "forget that I ..." may repeat the statement, and the
+    # reason goes into the audit chain, which can never be erased.
+    reason = _scrub(reason, _quoted_forms(statement))
     now = timezone.now()
+    fingerprint = (
+        statement_fingerprint(statement, settings.TOMBSTONE_KEY.encode()) if statement else fact.fingerprint
+    )
     tombstone = Tombstone.objects.create(
-        project=fact.project,
-        fact=fact,
-        reason=reason,
-        actor=actor,
-        fingerprint=statement_fingerprint(statement, settings.TOMBSTONE_KEY.encode()) if statement else fact.fingerprint,
+        project=fact.project, fact=fact, reason=reason, actor=actor, fingerprint=fingerprint
     )
     previous_status = fact.status
     fact.status = "withdrawn"
@@ -133,11 +164,26 @@ def withdraw_fact(fact: Fact, *, reason: str, actor: str, user: Any = None) -> T
     fact.statement = ""
     fact.embedding = None
     fact.embedded_at = None
-    fact.valid_to = fact.valid_to if fact.valid_to and fact.valid_to < now else now
+    # R17's check lists what a summary dropped from its source: content too.
+    fact.summary_check = None
+    # The summarised conversation itself (kept out of history, so this is its only copy).
+    fact.summary_source = None
+    # Validity ends now, unless it already ended or had not begun (valid_from < valid_to).
+    if (fact.valid_to is None or fact.valid_to > now) and (fact.valid_from is None or fact.valid_from < now):
+        fact.valid_to = now
     fact.save()
-    _erase_everywhere(fact, statement)
-    _invalidate_session_blocks(fact)
+    erased = _erase_everywhere(fact, statement)
+    _invalidate_session_blocks([fact.pk])
+    # The resume hint was written with the summary, from the same conversation:
+    # forgetting the summary and still injecting "Last session: ..." would not be forgetting.
+    Session.objects.filter(summary_fact=fact).exclude(resume_hint="").update(resume_hint="")
     flagged = _flag_derived_summaries(fact)
+    # A pending write of this fact has nothing left to review, and approving it
+    # would bring back an empty active fact.
+    closed = list(
+        Write.objects.filter(pk__in=erased.own_writes, status__in=REVIEWABLE).values_list("pk", flat=True)
+    )
+    Write.objects.filter(pk__in=closed).update(status="rejected", decided_at=now)
     audit.record(
         fact.project,
         "fact.withdrawn",
@@ -149,45 +195,237 @@ def withdraw_fact(fact: Fact, *, reason: str, actor: str, user: Any = None) -> T
             "previous_status": previous_status,
             "tombstone": tombstone.pk,
             "statement_digest": fact.statement_digest,
+            "writes_erased": erased.own_writes,
+            "writes_scrubbed": erased.quoting_writes,
+            "writes_closed": closed,
+            "retrievals_redacted": erased.retrievals,
             "summaries_flagged": flagged,
         },
     )
     return tombstone
 
 
-def _erase_everywhere(fact: Fact, statement: str) -> None:
-    """Blank the statement in every row that copied it (history included)."""
+REVIEWABLE = ("pending_review", "quarantined")
+
+
+@dataclass(frozen=True)
+class Erased:
+    own_writes: list[int]
+    quoting_writes: list[int]
+    retrievals: list[int]
+
+
+def _quoted_forms(statement: str) -> list[str]:
+    """Every form in which other rows may carry the statement, longest first.
+
+    Rendering collapses line breaks (R10); the guard's findings collapse
+    whitespace and cut quotes short; conflict findings cut at 77 characters.
+    """
+    if not statement:
+        return []
+    collapsed = " ".join(statement.split())
+    forms = {statement, single_line(statement), collapsed}
+    for limit in (guard.DETAIL_QUOTE_CHARS - 3, 77):
+        if len(collapsed) > limit + 3:
+            forms.add(collapsed[:limit])
+        if len(statement) > limit + 3:
+            forms.add(statement[:limit])
+    return sorted((f for f in forms if f), key=len, reverse=True)
+
+
+def _scrub(value: Any, forms: list[str]) -> Any:
+    """``value`` (text or JSON) with every quoted form replaced by the erasure marker."""
+    if isinstance(value, str):
+        for form in forms:
+            value = value.replace(form, ERASED)
+        return value
+    if isinstance(value, list):
+        return [_scrub(item, forms) for item in value]
+    if isinstance(value, dict):
+        return {key: _scrub(item, forms) for key, item in value.items()}
+    return value
+
+
+def _erased_findings(findings: Any) -> list[dict[str, Any]]:
+    """The check names and severities stay (they are not content); every detail quotes the statement."""
+    return [{**f, "detail": ERASED} for f in findings or [] if isinstance(f, dict)]
+
+
+def _erased_response(response: Any) -> dict[str, Any] | None:
+    """The stored 201 body stays replayable for its Idempotency-Key; only its findings quote content."""
+    if not isinstance(response, dict):
+        return None
+    return {**response, "findings": _erased_findings(response.get("findings"))}
+
+
+def _erase_everywhere(fact: Fact, statement: str) -> Erased:
+    """Blank the statement in every row that copied it, history included."""
+    forms = _quoted_forms(statement)
+    # The writes that proposed it, repeated it, or asserted it and were turned
+    # away without a fact (the same person, the same keyed fingerprint).
+    own = sorted(
+        set(Write.objects.filter(Q(fact=fact) | Q(corroborated=fact)).values_list("pk", flat=True))
+        | set(
+            Write.objects.filter(
+                project=fact.project_id,
+                principal=fact.principal_id,
+                fingerprint=fact.fingerprint,
+                fact__isnull=True,
+            ).values_list("pk", flat=True)
+        )
+    )
     with connection.cursor() as cursor:
         # Lets the append-only triggers accept these UPDATEs, for this transaction only.
         cursor.execute("SELECT set_config(%s, 'on', true)", [ERASURE_SETTING])
-        cursor.execute("UPDATE governance_factevent SET statement = '' WHERE pgh_obj_id = %s", [fact.pk])
-        writes = list(Write.objects.filter(Q(fact=fact) | Q(corroborated=fact)).values_list("pk", flat=True))
-        if writes:
-            Write.objects.filter(pk__in=writes).update(statement="", response=None)
+        cursor.execute(
+            "UPDATE governance_factevent SET statement = '', summary_check = NULL WHERE pgh_obj_id = %s",
+            [fact.pk],
+        )
+        _scrub_rows(
+            cursor,
+            "governance_factevent",
+            "pgh_id",
+            "pgh_obj_id = %s",
+            [fact.pk],
+            forms,
+            text=("status_reason",),
+        )
+        if own:
+            for write in Write.objects.filter(pk__in=own).only("pk", "findings", "response"):
+                Write.objects.filter(pk=write.pk).update(
+                    statement="",
+                    findings=_erased_findings(write.findings),
+                    response=_erased_response(write.response),
+                )
             cursor.execute(
-                "UPDATE governance_writeevent SET statement = '', response = NULL WHERE pgh_obj_id = ANY(%s)",
-                [writes],
+                "SELECT pgh_id, findings, response FROM governance_writeevent WHERE pgh_obj_id = ANY(%s)",
+                [own],
             )
+            for pgh_id, findings, response in cursor.fetchall():
+                erased_response = _erased_response(_load_json(response))
+                cursor.execute(
+                    "UPDATE governance_writeevent SET statement = '', findings = %s::jsonb, "
+                    "response = %s::jsonb WHERE pgh_id = %s",
+                    [
+                        json.dumps(_erased_findings(_load_json(findings))),
+                        None if erased_response is None else json.dumps(erased_response),
+                        pgh_id,
+                    ],
+                )
+            decisions = "write_id = ANY(%s)"
             cursor.execute(
-                "UPDATE governance_reviewdecision SET edited_statement = '' WHERE write_id = ANY(%s)", [writes]
+                f"UPDATE governance_reviewdecision SET edited_statement = '' "
+                f"WHERE {decisions} AND edited_statement <> ''",
+                [own],
             )
+            _scrub_rows(cursor, "governance_reviewdecision", "id", decisions, [own], forms, text=("reason",))
+            events = "pgh_obj_id IN (SELECT id FROM governance_reviewdecision WHERE write_id = ANY(%s))"
             cursor.execute(
-                "UPDATE governance_reviewdecisionevent SET edited_statement = '' WHERE pgh_obj_id IN "
-                "(SELECT id FROM governance_reviewdecision WHERE write_id = ANY(%s))",
-                [writes],
+                f"UPDATE governance_reviewdecisionevent SET edited_statement = '' "
+                f"WHERE {events} AND edited_statement <> ''",
+                [own],
             )
-        if statement:
-            events = list(
-                RetrievalCandidate.objects.filter(fact=fact, decision="selected").values_list("event_id", flat=True)
+            _scrub_rows(
+                cursor, "governance_reviewdecisionevent", "pgh_id", events, [own], forms, text=("reason",)
             )
-            for event in RetrievalEvent.objects.filter(pk__in=events).only("pk", "context"):
-                RetrievalEvent.objects.filter(pk=event.pk).update(context=event.context.replace(statement, ERASED))
+        quoting = _scrub_quoting_writes(cursor, fact, own, forms)
+        retrievals = _redact_retrievals(cursor, fact, forms)
         cursor.execute("SELECT set_config(%s, 'off', true)", [ERASURE_SETTING])
+    return Erased(own_writes=own, quoting_writes=quoting, retrievals=retrievals)
 
 
-def _invalidate_session_blocks(fact: Fact) -> None:
-    """R12's cached blocks must not keep serving a withdrawn fact."""
-    Session.objects.filter(static_block_fact_ids__contains=[fact.pk]).update(
+def _load_json(value: Any) -> Any:
+    # Django's PostgreSQL backend hands raw cursors jsonb as text.
+    return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+def _scrub_rows(
+    cursor: Any,
+    table: str,
+    pk: str,
+    where: str,
+    params: list[Any],
+    forms: list[str],
+    *,
+    text: tuple[str, ...] = (),
+    jsonb: tuple[str, ...] = (),
+) -> list[Any]:
+    """Replace quoted forms in the ``text`` and ``jsonb`` columns of matching rows; the ids changed."""
+    if not forms:
+        return []
+    columns = [*text, *jsonb]
+    # Table and column names are this module's constants, never input.
+    cursor.execute(f"SELECT {pk}, {', '.join(columns)} FROM {table} WHERE {where}", params)
+    changed = []
+    for row_id, *raw in cursor.fetchall():
+        values = [_load_json(v) if name in jsonb else v for name, v in zip(columns, raw, strict=True)]
+        scrubbed = [_scrub(value, forms) for value in values]
+        if scrubbed == values:
+            continue
+        assignments = ", ".join(
+            f"{name} = %s::jsonb" if name in jsonb else f"{name} = %s" for name in columns
+        )
+        cursor.execute(
+            f"UPDATE {table} SET {assignments} WHERE {pk} = %s",
+            [
+                *(
+                    json.dumps(v) if name in jsonb and v is not None else v
+                    for name, v in zip(columns, scrubbed, strict=True)
+                ),
+                row_id,
+            ],
+        )
+        changed.append(row_id)
+    return changed
+
+
+def _scrub_quoting_writes(cursor: Any, fact: Fact, own: list[int], forms: list[str]) -> list[int]:
+    """Other writes whose findings quote the statement (a conflict, a contradicted verified fact)."""
+    nearby = (
+        Write.objects.filter(project=fact.project_id)
+        .filter(Q(conflicts_with=fact) | Q(principal=fact.principal_id))
+        .exclude(pk__in=own)
+        .values_list("pk", flat=True)
+    )
+    ids = list(nearby)
+    if not ids:
+        return []
+    changed = _scrub_rows(
+        cursor, "governance_write", "id", "id = ANY(%s)", [ids], forms, jsonb=("findings", "response")
+    )
+    if changed:
+        _scrub_rows(
+            cursor,
+            "governance_writeevent",
+            "pgh_id",
+            "pgh_obj_id = ANY(%s)",
+            [changed],
+            forms,
+            jsonb=("findings", "response"),
+        )
+    return [int(i) for i in changed]
+
+
+def _redact_retrievals(cursor: Any, fact: Fact, forms: list[str]) -> list[int]:
+    """Retrieval text that injected the statement, including later rounds of the same
+    sessions, which re-served the cached block without selecting the fact again (R12)."""
+    selected = RetrievalCandidate.objects.filter(fact=fact, decision="selected")
+    sessions = selected.filter(event__session__isnull=False).values("event__session_id")
+    events = RetrievalEvent.objects.filter(Q(pk__in=selected.values("event_id")) | Q(session_id__in=sessions))
+    ids = list(events.values_list("pk", flat=True))
+    if not ids:
+        return []
+    changed = _scrub_rows(
+        cursor, "governance_retrievalevent", "id", "id = ANY(%s)", [ids], forms, text=("context", "query")
+    )
+    return [int(i) for i in changed]
+
+
+def _invalidate_session_blocks(fact_ids: list[int]) -> int:
+    """R12's cached blocks must not keep serving a fact that may no longer be injected (R2)."""
+    if not fact_ids:
+        return 0
+    return Session.objects.filter(static_block_fact_ids__overlap=fact_ids).update(
         static_block=None, static_block_tokens=0, static_block_fact_ids=[], static_block_policy=None
     )
 
@@ -195,51 +433,120 @@ def _invalidate_session_blocks(fact: Fact) -> None:
 def _flag_derived_summaries(fact: Fact) -> list[int]:
     """Summaries of sessions that were given this fact may repeat it: mark them for review."""
     sessions = RetrievalCandidate.objects.filter(fact=fact, decision="selected").values("event__session_id")
-    session_summary_ids = list(
-        Session.objects.filter(pk__in=sessions, summary_fact__isnull=False).values_list("summary_fact_id", flat=True)
+    session_summary_ids = Session.objects.filter(pk__in=sessions, summary_fact__isnull=False).values(
+        "summary_fact_id"
     )
-    summaries = Fact.objects.filter(pk__in=session_summary_ids, status="active")
+    summaries = Fact.objects.filter(pk__in=session_summary_ids, status="active").order_by("pk")
     flagged = []
-    for summary in summaries.select_for_update():
+    for summary in summaries.select_for_update(of=("self",)).select_related("project"):
         summary.confidence = "disputed"
         summary.status_reason = f"Derived from withdrawn fact {fact.pk}; needs review."
-        summary.save(update_fields=["confidence", "status_reason"])
-        audit.record(summary.project, "fact.flagged", summary, reason=summary.status_reason)
+        fields = ["confidence", "status_reason"]
+        # Back to the review queue, out of every context until a person looks,
+        # when its write was never decided (a decided write cannot be decided twice).
+        undecided = Write.objects.filter(fact=summary, status="active", decision__isnull=True)
+        requeued = list(undecided.values_list("pk", flat=True))
+        if requeued:
+            summary.status = "pending_review"
+            summary.status_changed_at = timezone.now()
+            fields += ["status", "status_changed_at"]
+            finding = {
+                "check": "derived_from_withdrawn",
+                "severity": "medium",
+                "detail": f"This summary was made from a session that was given fact {fact.pk}, "
+                "which has since been withdrawn; check that it does not repeat it (R8).",
+            }
+            for write in Write.objects.filter(pk__in=requeued):
+                write.status = "pending_review"
+                write.findings = [*write.findings, finding]
+                write.save(update_fields=["status", "findings"])
+        summary.save(update_fields=fields)
+        audit.record(
+            summary.project,
+            "fact.flagged",
+            summary,
+            reason=summary.status_reason,
+            data={"requeued": requeued},
+        )
         flagged.append(summary.pk)
     return flagged
 
 
-def expire_due_facts(now: datetime | None = None) -> int:
-    """R8 expiration: mark active facts whose validity ended. Idempotent."""
+EXPIRY_ACTOR = "system:expiry"
+EXPIRY_BATCH = 500
+
+
+def expire_due_facts(now: datetime | None = None, *, batch_size: int = EXPIRY_BATCH) -> int:
+    """R8 expiration: mark active facts whose validity ended. Idempotent.
+
+    Retrieval already excludes them by ``valid_to`` before this runs (R2); the
+    status makes the ending visible and frees the key for new evidence.
+    """
     now = now or timezone.now()
     expired = 0
-    due = Fact.objects.filter(status="active", valid_to__isnull=False, valid_to__lte=now).values_list("pk", flat=True)
-    for fact_id in list(due[:5000]):
+    while True:
         with transaction.atomic():
-            fact = Fact.objects.select_for_update().filter(pk=fact_id, status="active").first()
-            if fact is None or fact.valid_to is None or fact.valid_to > now:
-                continue
-            fact.status = "expired"
-            fact.status_reason = f"Validity ended {fact.valid_to.isoformat()}"
-            fact.status_changed_at = now
-            fact.save(update_fields=["status", "status_reason", "status_changed_at"])
-            audit.record(fact.project, "fact.expired", fact, reason=fact.status_reason)
-            expired += 1
+            # skip_locked: a concurrent sweep, or a withdrawal holding the row,
+            # is not waited for; anything skipped is picked up on the next run.
+            due = list(
+                Fact.objects.select_for_update(of=("self",), skip_locked=True)
+                .select_related("project")
+                .filter(status="active", valid_to__isnull=False, valid_to__lte=now)
+                .order_by("valid_to", "pk")[:batch_size]
+            )
+            if not due:
+                break
+            for fact in due:
+                assert fact.valid_to is not None
+                fact.status = "expired"
+                fact.status_reason = f"Validity ended {fact.valid_to.isoformat()}"
+                fact.status_changed_at = now
+                fact.save(update_fields=["status", "status_reason", "status_changed_at"])
+                audit.record(
+                    fact.project,
+                    "fact.expired",
+                    fact,
+                    reason=fact.status_reason,
+                    actor=EXPIRY_ACTOR,
+                    data={"valid_to": fact.valid_to.isoformat()},
+                )
+            _invalidate_session_blocks([fact.pk for fact in due])
+            expired += len(due)
     return expired
 
 
-def end_scope(facts: Any, *, reason: str, actor_label: str) -> int:
+ENDABLE = ("active", "pending_review", "quarantined")
+
+
+def end_scope(facts: QuerySet[Fact], *, reason: str, actor_label: str) -> int:
     """R8 end of scope: the facts stay for audit and are never injected again."""
     now = timezone.now()
-    ended = 0
-    for fact in facts.filter(status__in=["active", "pending_review", "quarantined"]).select_for_update():
-        fact.status = "out_of_scope"
-        fact.status_reason = reason
-        fact.status_changed_at = now
-        fact.save(update_fields=["status", "status_reason", "status_changed_at"])
-        audit.record(fact.project, "fact.out_of_scope", fact, reason=reason, actor=actor_label)
-        ended += 1
-    return ended
+    ended: list[int] = []
+    with transaction.atomic():
+        # In id order, so two endings over overlapping sets lock in the same order.
+        rows = (
+            facts.filter(status__in=ENDABLE)
+            .select_for_update(of=("self",))
+            .select_related("project")
+            .order_by("pk")
+        )
+        for fact in rows:
+            previous = fact.status
+            fact.status = "out_of_scope"
+            fact.status_reason = reason
+            fact.status_changed_at = now
+            fact.save(update_fields=["status", "status_reason", "status_changed_at"])
+            audit.record(
+                fact.project,
+                "fact.out_of_scope",
+                fact,
+                reason=reason,
+                actor=actor_label,
+                data={"previous_status": previous},
+            )
+            ended.append(fact.pk)
+        _invalidate_session_blocks(ended)
+    return len(ended)
 
 
 def statement_digest(statement: str) -> str:

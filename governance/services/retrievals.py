@@ -10,7 +10,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from governance.models import Agent, Principal, RetrievalCandidate, RetrievalEvent, Session
+from governance.rules import guard
 from governance.rules import retrieval as rules
+from governance.rules.sessions import resume_hint_findings
 from governance.rules.tokens import count_tokens
 from governance.selectors import retrievals as selectors
 from governance.services.embeddings import embed_query
@@ -58,7 +60,9 @@ def retrieve(agent: Agent, request: RetrieveRequest) -> tuple[RetrievalEvent, ru
         if cached:
             assert session is not None
             mode = session.mode
-            candidates = selectors.per_round_candidates(agent.project, principal, session, policy, query_vector)
+            candidates = selectors.per_round_candidates(
+                agent.project, principal, session, policy, query_vector
+            )
             plan = rules.plan_retrieval(
                 candidates,
                 policy,
@@ -83,7 +87,7 @@ def retrieve(agent: Agent, request: RetrieveRequest) -> tuple[RetrievalEvent, ru
                 now=now,
                 mode=mode,
                 identity_verified=request.identity_verified,
-                resume_hint=_resume_hint(principal, session) if mode == "resume" else None,
+                resume_hint=_resume_hint(agent, principal, session) if mode == "resume" else None,
                 cached_static_block=None,
             )
         planned = time.perf_counter()
@@ -94,7 +98,9 @@ def retrieve(agent: Agent, request: RetrieveRequest) -> tuple[RetrievalEvent, ru
             "plan_ms": round((planned - embedded) * 1000, 2),
             "total_ms": round((planned - started) * 1000, 2),
         }
-        event = _record(agent, version, principal, session, request, mode, plan, timings=timings, cached=cached)
+        event = _record(
+            agent, version, principal, session, request, mode, plan, timings=timings, cached=cached
+        )
         if session is not None:
             _update_session(session, plan, mode, version.pk, policy.encoding, cached=cached)
         if principal is not None:
@@ -111,20 +117,23 @@ def _session(agent: Agent, principal: Principal | None, external_id: str) -> Ses
     return session
 
 
-def _resume_hint(principal: Principal | None, session: Session | None) -> str | None:
-    """R9 resume: the hint left by the principal's latest ended session."""
+def _resume_hint(agent: Agent, principal: Principal | None, session: Session | None) -> str | None:
+    """R9 resume: the hint left by the principal's latest ended session.
+
+    Only the latest: an older session's hint would resume a conversation the
+    person has since moved on from. A hint the write guard objects to (R5) is
+    withheld rather than injected; its findings sit on the summary's write.
+    """
     if principal is None:
         return None
-    sessions = Session.objects.filter(principal=principal, ended_at__isnull=False).exclude(resume_hint="")
+    sessions = Session.objects.filter(principal=principal, ended_at__isnull=False)
     if session is not None:
         sessions = sessions.exclude(pk=session.pk)
-    previous = (
-        sessions
-        .order_by("-ended_at")
-        .values_list("resume_hint", flat=True)
-        .first()
-    )
-    return previous or None
+    previous = sessions.order_by("-ended_at", "-id").values_list("resume_hint", flat=True).first()
+    caps = {**guard.DEFAULT_SOURCE_CAPS, **(agent.project.source_caps or {})}
+    if not previous or resume_hint_findings(previous, caps):
+        return None
+    return previous
 
 
 def _record(

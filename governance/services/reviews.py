@@ -78,10 +78,10 @@ def _decide(write_id: int, decision: Decision, reason: str, reviewer: Any) -> Wr
     superseded: list[int] = []
     if decision.action == "approve":
         fact = _approved_fact(write, edited, reviewer)
-        # R8: its scope (a slot's session, an agent, a project) ended while it
-        # waited. The approval is recorded, but nothing is brought back into a
-        # scope that no longer exists, and nothing active is superseded by it.
-        scope_ended = fact.status == "out_of_scope"
+        # R8: its scope ended, or it was withdrawn, while it waited. The
+        # approval is recorded, but nothing is brought back from an ending,
+        # and nothing active is superseded by it.
+        scope_ended = fact.status not in REVIEWABLE
         current = (
             Fact.objects.select_for_update()
             .filter(
@@ -114,7 +114,7 @@ def _decide(write_id: int, decision: Decision, reason: str, reviewer: Any) -> Wr
         write.fact = fact
     else:
         if write.fact_id is not None:
-            Fact.objects.filter(pk=write.fact_id).update(
+            Fact.objects.filter(pk=write.fact_id, status__in=REVIEWABLE).update(
                 status="rejected",
                 status_reason=f"Rejected by {reviewer.get_username()}: {reason}",
                 status_changed_at=now,
@@ -127,6 +127,7 @@ def _decide(write_id: int, decision: Decision, reason: str, reviewer: Any) -> Wr
         f"write.{action}",
         write,
         reason=reason,
+        actor=f"user:{reviewer.get_username()}",
         actor_user=reviewer,
         data={"from": previous, "to": write.status, "fact": write.fact_id, "supersedes": superseded},
     )

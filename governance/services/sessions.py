@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from governance.models import Agent, Fact, Principal, Session, Write
 from governance.rules import guard
+from governance.rules.sessions import resume_hint_findings
 from governance.rules.summaries import SummaryCheck, check_summary
 from governance.services import audit
 from governance.services.facts import end_scope
@@ -47,11 +48,16 @@ class EndResult:
     write: Write | None
     check: SummaryCheck | None
     slots_ended: int
+    # The guard's findings on the resume hint; any means it will not be injected.
+    hint_findings: tuple[guard.Finding, ...] = ()
 
 
 def summary_finding(check: SummaryCheck) -> guard.Finding:
-    listed = "; ".join(f"{item.category}: \u201c{item.text}\u201d" for item in check.dropped[:12])
-    more = f" (and {len(check.dropped) - 12} more)" if len(check.dropped) > 12 else ""
+    # One mention per dropped text: the check reports every occurrence (for the
+    # diff), but a reviewer reads "VP of Engineering" once.
+    dropped = check.distinct()
+    listed = "; ".join(f"{item.category}: \u201c{item.text}\u201d" for item in dropped[:12])
+    more = f" (and {len(dropped) - 12} more)" if len(dropped) > 12 else ""
     return guard.Finding(
         check=SUMMARY_CHECK,
         severity="medium",
@@ -68,18 +74,29 @@ def end_session(agent: Agent, external_id: str, request: EndRequest) -> EndResul
         if session.principal_id not in (None, principal.pk):
             raise SessionError("principal", f"Session '{external_id}' belongs to another principal.")
         if session.ended_at is not None:
-            raise SessionAlreadyEnded(f"Session '{external_id}' already ended at {session.ended_at.isoformat()}.")
+            raise SessionAlreadyEnded(
+                f"Session '{external_id}' already ended at {session.ended_at.isoformat()}."
+            )
         now = timezone.now()
-        check = check_summary(request.summary, request.source_text) if request.source_text else None
+        summary = request.summary.strip()
+        check = check_summary(summary, request.source_text) if request.source_text and summary else None
+        caps = {**guard.DEFAULT_SOURCE_CAPS, **(agent.project.source_caps or {})}
+        # The hint is injected verbatim next session (R9) but is no fact, so the
+        # guard's findings on it ride on the summary's write, where a reviewer
+        # sees them; retrieval withholds a hint that has any (R5).
+        hint_findings = resume_hint_findings(request.resume_hint, caps)
         write = None
-        if request.summary.strip():
+        if summary:
 
             def attach_range(created: Write) -> None:
                 if created.fact_id is not None:
+                    # The source is kept with the check so the console can show
+                    # what was dropped, in place, as a diff (R17).
                     Fact.objects.filter(pk=created.fact_id).update(
                         event_first=request.first_event,
                         event_last=request.last_event,
                         summary_check=check.to_dict() if check else None,
+                        summary_source=request.source_text if check else None,
                     )
 
             write = submit_write(
@@ -88,20 +105,23 @@ def end_session(agent: Agent, external_id: str, request: EndRequest) -> EndResul
                     principal=request.principal,
                     kind="summary",
                     key=None,
-                    statement=request.summary.strip(),
+                    statement=summary,
                     source_type="summarizer",
                     source_ref=f"session:{external_id}#{request.first_event}..{request.last_event}",
                     source_observed_at=now,
                     session=external_id,
                 ),
-                extra_findings=(summary_finding(check),) if check and check.material else (),
+                extra_findings=(
+                    *((summary_finding(check),) if check and check.material else ()),
+                    *hint_findings,
+                ),
                 auto_approve_min_authority=SUMMARY_AUTO_APPROVE_FLOOR,
                 after_create=attach_range,
+                # Each session keeps its own summary fact, event range and check.
+                corroborate=False,
             )
-        slots_ended = end_scope(
-            Fact.objects.filter(session=session, kind="slot"),
-            reason=f"Session {external_id} ended",
-            actor_label=f"agent:{agent.slug}",
+        slots_ended = end_session_scope(
+            session, reason=f"Session {external_id} ended", actor_label=f"agent:{agent.slug}"
         )
         session.ended_at = now
         session.principal = session.principal or principal
@@ -117,6 +137,16 @@ def end_session(agent: Agent, external_id: str, request: EndRequest) -> EndResul
                 "summary_write": write.pk if write else None,
                 "slots_ended": slots_ended,
                 "dropped": len(check.dropped) if check else None,
+                "resume_hint_findings": sorted({f.check for f in hint_findings}),
             },
         )
-    return EndResult(session=session, write=write, check=check, slots_ended=slots_ended)
+    return EndResult(
+        session=session, write=write, check=check, slots_ended=slots_ended, hint_findings=hint_findings
+    )
+
+
+def end_session_scope(session: Session, *, reason: str, actor_label: str) -> int:
+    """R8 end of scope for one session: its slots (in-session working memory) end with it."""
+    return end_scope(
+        Fact.objects.filter(session=session, kind="slot"), reason=reason, actor_label=actor_label
+    )

@@ -79,6 +79,7 @@ def submit_write(
     extra_findings: tuple[guard.Finding, ...] = (),
     auto_approve_min_authority: int | None = None,
     after_create: Callable[[Write], None] | None = None,
+    corroborate: bool = True,
 ) -> Write:
     """Record the write and everything that follows from it; replay for a repeated key.
 
@@ -86,6 +87,9 @@ def submit_write(
     and weigh on the outcome like the guard's own; ``auto_approve_min_authority``
     overrides the agent policy's floor for writes that another check vouches
     for; ``after_create`` runs in the same transaction once the write exists.
+    ``corroborate=False`` always makes a fact of its own: a session summary
+    must keep its own event range and check, and a repeat of an earlier
+    summary must not skip the review its own check asked for.
     """
     digest = request.digest()
     if idempotency_key:
@@ -101,6 +105,7 @@ def submit_write(
             extra_findings=extra_findings,
             auto_approve_min_authority=auto_approve_min_authority,
             after_create=after_create,
+            corroborate=corroborate,
         )
     except IntegrityError as exc:
         # A concurrent request with the same key committed first (the unique
@@ -118,7 +123,8 @@ def _replay(agent: Agent, idempotency_key: str, digest: str) -> Write | None:
         return None
     if existing.request_digest != digest:
         raise IdempotencyConflict(
-            f"Idempotency-Key '{idempotency_key}' was already used with a different body (write {existing.pk})."
+            f"Idempotency-Key '{idempotency_key}' was already used with a different body "
+            f"(write {existing.pk})."
         )
     return existing
 
@@ -133,6 +139,7 @@ def _submit(
     extra_findings: tuple[guard.Finding, ...],
     auto_approve_min_authority: int | None,
     after_create: Callable[[Write], None] | None,
+    corroborate: bool,
 ) -> Write:
     project = agent.project
     assert agent.active_policy is not None, "every agent has an active policy version"
@@ -140,7 +147,15 @@ def _submit(
     now = timezone.now()
 
     principal = _principal(agent, request.principal)
-    session = _session(agent, principal, request.session) if request.session else None
+    session = (
+        _session(agent, principal, request.session, lock=request.kind == "slot") if request.session else None
+    )
+    if request.kind == "slot" and session is not None and session.ended_at is not None:
+        # A slot is working memory of a live session; once the session ended
+        # (R8 end_of_scope) it would never be injected anyway.
+        raise UnknownReference(
+            "session", f"Session '{request.session}' has ended; slots belong to a live session."
+        )
     derived = _derived_event(agent, request.derived_from_retrieval)
     fingerprint = statement_fingerprint(request.statement, fingerprint_key())
     slot_session = session if request.kind == "slot" else None
@@ -150,11 +165,13 @@ def _submit(
         source_caps={**guard.DEFAULT_SOURCE_CAPS, **(project.source_caps or {})},
         fingerprint_key=fingerprint_key(),
         rejected_fingerprints=frozenset(
-            Write.objects.filter(project=project, fingerprint=fingerprint, status="rejected")
-            .values_list("fingerprint", flat=True)[:1]
+            Write.objects.filter(project=project, fingerprint=fingerprint, status="rejected").values_list(
+                "fingerprint", flat=True
+            )[:1]
         ),
         tombstones={
-            t.fingerprint: str(t.pk) for t in Tombstone.objects.filter(project=project, fingerprint=fingerprint)[:1]
+            t.fingerprint: str(t.pk)
+            for t in Tombstone.objects.filter(project=project, fingerprint=fingerprint)[:1]
         },
         recent_agent_statements=tuple(
             Write.objects.filter(agent=agent, created_at__gte=now - BURST_WINDOW)
@@ -165,7 +182,9 @@ def _submit(
         recent_derived_writes=Write.objects.filter(
             agent=agent, derived_from_retrieval__isnull=False, created_at__gte=now - AMPLIFICATION_WINDOW
         ).count(),
-        verified_statement_for_key=current.statement if current and current.confidence == "verified" else None,
+        verified_statement_for_key=current.statement
+        if current and current.confidence == "verified"
+        else None,
     )
     proposal = guard.WriteProposal(
         statement=request.statement,
@@ -207,7 +226,7 @@ def _submit(
 
     supersedes: list[Fact] = []
     corroborated: Fact | None = None
-    if outcome in ("active", "pending_review"):
+    if corroborate and outcome in ("active", "pending_review"):
         corroborated = _duplicate_of(project.pk, principal, slot_session, request, fingerprint, current)
     if corroborated is not None:
         # A near-duplicate adds no memory: it strengthens the fact it repeats.
@@ -227,13 +246,21 @@ def _submit(
     if outcome in ("active", "pending_review", "quarantined") and corroborated is None:
         # A fact that supersedes another starts inactive; supersede_fact activates it.
         fact_status = "pending_review" if supersedes else outcome
-        write.fact = _create_fact(agent, write, principal, slot_session, status=fact_status, policy_encoding=policy.encoding)
+        write.fact = _create_fact(
+            agent, write, principal, slot_session, status=fact_status, policy_encoding=policy.encoding
+        )
     write.save(force_insert=True)
 
     for old in supersedes:
         assert write.fact is not None
         rule = "R7" if request.source_type == "config" and principal is None else "R6"
-        supersede_fact(old, write.fact, reason=_supersede_reason(rule, request, old), decided_by=f"rule:{rule}", write=write)
+        supersede_fact(
+            old,
+            write.fact,
+            reason=_supersede_reason(rule, request, old),
+            decided_by=f"rule:{rule}",
+            write=write,
+        )
     if corroborated is not None:
         corroborate_fact(corroborated, observed_at=request.source_observed_at, write=write)
         Write.objects.filter(pk=write.pk).update(corroborated=corroborated, fact=corroborated)
@@ -289,8 +316,11 @@ def _principal(agent: Agent, external_id: str | None) -> Principal | None:
     return principal
 
 
-def _session(agent: Agent, principal: Principal | None, external_id: str) -> Session:
-    session, created = Session.objects.get_or_create(
+def _session(agent: Agent, principal: Principal | None, external_id: str, *, lock: bool) -> Session:
+    # A slot write locks the session so it cannot slip in while end_session
+    # (which holds the same lock) is ending the session's slots.
+    sessions = Session.objects.select_for_update() if lock else Session.objects
+    session, created = sessions.get_or_create(
         agent=agent, external_id=external_id, defaults={"project": agent.project, "principal": principal}
     )
     if not created and principal is not None and session.principal_id not in (None, principal.pk):
@@ -379,7 +409,9 @@ def _conflict_finding(source_type: str, authority: int, old: Fact) -> dict[str, 
 
 def _supersede_reason(rule: str, request: WriteRequest, old: Fact) -> str:
     if rule == "R7":
-        return f"R7: current configuration ({request.source_ref}) replaces the project fact for '{request.key}'."
+        return (
+            f"R7: current configuration ({request.source_ref}) replaces the project fact for '{request.key}'."
+        )
     return (
         f"R6: {request.source_type} ({request.source_ref}) states a different value for '{request.key}' "
         f"with authority at least the old fact's {old.authority}."

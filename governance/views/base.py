@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db.models import Model, QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import get_object_or_404
 
 from governance import access
@@ -30,8 +30,14 @@ def console_view(*, write_roles: frozenset[str] | None = None) -> Callable[[View
         @wraps(view)
         def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             safe = request.method in ("GET", "HEAD", "OPTIONS")
-            needed = access.READ_ROLES if safe else write_roles
-            if needed is None or not access.has_any_role(request.user, needed):
+            needed: frozenset[str]
+            if safe:
+                needed = access.READ_ROLES
+            elif write_roles is None:
+                return HttpResponseNotAllowed(["GET", "HEAD"])
+            else:
+                needed = write_roles
+            if not access.has_any_role(request.user, needed):
                 access.log_denied(request.user, f"{request.method} {request.path}", view.__name__)
                 raise PermissionDenied("Your role does not allow this.")
             return view(request, *args, **kwargs)

@@ -29,9 +29,9 @@ def test_embedded_database_runs_pgvector_0_8():
 def test_a_vector_round_trips_through_the_orm(project):
     vector = [0.0] * 384
     vector[0], vector[383] = 0.25, -1.5
-    fact = FactFactory(project=project, embedding=vector)
+    fact = FactFactory.create(project=project, embedding=vector)
     stored = Fact.objects.get(pk=fact.pk).embedding
-    assert len(stored) == 384
+    assert stored is not None and len(stored) == 384
     assert stored[0] == pytest.approx(0.25) and stored[383] == pytest.approx(-1.5)
 
 
@@ -40,13 +40,15 @@ def test_a_vector_round_trips_through_the_orm(project):
 def test_a_task_sent_through_the_broker_runs_in_a_real_worker(project, real_worker):
     from governance.tasks import embed_fact
 
-    fact = FactFactory(project=project, statement="The customer prefers invoices by email")
+    fact = FactFactory.create(project=project, statement="The customer prefers invoices by email")
     assert fact.embedded_at is None
     result = embed_fact.delay(fact.pk)
     assert result.id
     # The worker process is another OS process on another connection: the
     # only way the vector gets here is through the broker and the database.
-    embedded = wait_until(lambda: Fact.objects.filter(pk=fact.pk, embedded_at__isnull=False).first(), timeout=120)
+    embedded = wait_until(
+        lambda: Fact.objects.filter(pk=fact.pk, embedded_at__isnull=False).first(), timeout=120
+    )
     assert len(embedded.embedding) == 384
 
 
@@ -70,8 +72,16 @@ def test_create_agent_key_prints_a_key_that_authenticates_until_revoked():
 @pytest.mark.django_db
 def test_create_user_token_creates_user_role_membership_and_token():
     out = io.StringIO()
-    call_command("create_user_token", "riley", "--role", "reviewer", "--project", "acme", stdout=out,
-                 stderr=io.StringIO())
+    call_command(
+        "create_user_token",
+        "riley",
+        "--role",
+        "reviewer",
+        "--project",
+        "acme",
+        stdout=out,
+        stderr=io.StringIO(),
+    )
     secret = out.getvalue().strip()
     assert secret.startswith("mpt_")
     token = PersonalAccessToken.objects.get()

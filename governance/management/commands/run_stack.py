@@ -35,6 +35,7 @@ class Command(BaseCommand):
         started_database = embedded and not embedded_db.is_running()
         connection.ensure_connection()
         call_command("migrate", interactive=False, verbosity=0)
+        call_command("collectstatic", interactive=False, verbosity=0)
         self.stdout.write("Database migrated.")
         if not options["no_demo"]:
             from governance.models import Project
@@ -53,6 +54,12 @@ class Command(BaseCommand):
                 bind,
                 "--workers",
                 "2",
+                # Threads keep a worker answering while it streams a long export;
+                # a sync worker would be killed by the 30 s timeout mid-download.
+                "--worker-class",
+                "gthread",
+                "--threads",
+                "4",
                 "--access-logfile",
                 "-",
             ],

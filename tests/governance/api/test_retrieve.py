@@ -17,8 +17,18 @@ from tests.personas import FactFactory, PrincipalFactory, make_agent, make_user
 pytestmark = pytest.mark.django_db
 
 
-def write(agent, *, principal="alice", kind="profile", key=None, statement, source="user_statement",
-          ref="chat:1", days_ago=0, **extra):
+def write(
+    agent,
+    *,
+    principal="alice",
+    kind="profile",
+    key=None,
+    statement,
+    source="user_statement",
+    ref="chat:1",
+    days_ago=0,
+    **extra,
+):
     observed = timezone.now() - timedelta(days=days_ago)
     data = {
         "principal": principal,
@@ -36,8 +46,13 @@ def write(agent, *, principal="alice", kind="profile", key=None, statement, sour
 def retrieve(agent, *, principal="alice", session="s-1", query="", round=1, identity_verified=True):
     response = agent.client.post(
         "/api/v1/retrieve",
-        {"principal": principal, "session": session, "query": query, "round": round,
-         "identity_verified": identity_verified},
+        {
+            "principal": principal,
+            "session": session,
+            "query": query,
+            "round": round,
+            "identity_verified": identity_verified,
+        },
         format="json",
     )
     assert response.status_code == 200, response.content
@@ -52,12 +67,14 @@ def test_region_change_injects_only_the_new_region(support_bot):
     old = write(support_bot, key="deployment_region", statement="Deploys to us-east-1", ref="chat:1")
     new = write(support_bot, key="deployment_region", statement="Deploys to eu-west-2", ref="chat:2")
     data = retrieve(support_bot)
-    assert data["context"] == "\n".join([
-        PRIORITY,
-        RESUME_LINE,
-        "About the user:",
-        "- Deploys to eu-west-2 [SOURCE: chat:2 | AUTHORITY: 4 | AGE: 0 days]",
-    ])
+    assert data["context"] == "\n".join(
+        [
+            PRIORITY,
+            RESUME_LINE,
+            "About the user:",
+            "- Deploys to eu-west-2 [SOURCE: chat:2 | AUTHORITY: 4 | AGE: 0 days]",
+        ]
+    )
     assert "us-east-1" not in data["context"]
     assert reasons(data["retrieval_id"])[old["fact"]["id"]] == "superseded"
     assert [item["fact_id"] for item in data["items"]] == [new["fact"]["id"]]
@@ -68,25 +85,51 @@ def test_region_change_injects_only_the_new_region(support_bot):
 
 
 def test_python_upgrade_by_config_injects_only_3_13_and_keeps_history(support_bot):
-    old = write(support_bot, principal=None, kind="project_fact", key="python_version",
-                statement="The service runs on Python 3.11", source="documentation", ref="docs/setup.md")
-    write(support_bot, principal=None, kind="project_fact", key="python_version",
-          statement="The service runs on Python 3.13", source="config", ref="pyproject.toml")
+    old = write(
+        support_bot,
+        principal=None,
+        kind="project_fact",
+        key="python_version",
+        statement="The service runs on Python 3.11",
+        source="documentation",
+        ref="docs/setup.md",
+    )
+    write(
+        support_bot,
+        principal=None,
+        kind="project_fact",
+        key="python_version",
+        statement="The service runs on Python 3.13",
+        source="config",
+        ref="pyproject.toml",
+    )
     data = retrieve(support_bot)
-    assert "- The service runs on Python 3.13 [SOURCE: pyproject.toml | AUTHORITY: 5 | AGE: 0 days]" in data["context"]
+    assert (
+        "- The service runs on Python 3.13 [SOURCE: pyproject.toml | AUTHORITY: 5 | AGE: 0 days]"
+        in data["context"]
+    )
     assert "3.11" not in data["context"]
     assert Fact.objects.get(pk=old["fact"]["id"]).status == "superseded"
     assert reasons(data["retrieval_id"])[old["fact"]["id"]] == "superseded"
 
 
 def test_slack_joke_is_excluded_below_authority(support_bot, project):
-    joke = write(support_bot, principal=None, kind="project_fact",
-                 statement="Our CTO is a professional cat herder", source="chat_message", ref="slack:#random/171")
+    joke = write(
+        support_bot,
+        principal=None,
+        kind="project_fact",
+        statement="Our CTO is a professional cat herder",
+        source="chat_message",
+        ref="slack:#random/171",
+    )
     assert joke["status"] == "pending_review"
     reviewer = make_user("rev", "reviewer", project)
     with actor_scope("user:rev", user=reviewer):
-        reviews.decide(joke["id"], reviews.Decision("approve", "It was said; the floor will keep it out"),
-                       reviewer=reviewer)
+        reviews.decide(
+            joke["id"],
+            reviews.Decision("approve", "It was said; the floor will keep it out"),
+            reviewer=reviewer,
+        )
     data = retrieve(support_bot)
     assert "cat herder" not in data["context"]
     assert reasons(data["retrieval_id"])[joke["fact"]["id"]] == "below_authority"
@@ -94,8 +137,11 @@ def test_slack_joke_is_excluded_below_authority(support_bot, project):
 
 def test_other_principals_and_projects_are_never_candidates(support_bot, outsider_bot, project):
     mine = write(support_bot, kind="preference", statement="Prefers answers in French")
-    other_person = FactFactory(project=project, principal=PrincipalFactory(project=project, external_id="bob"),
-                               statement="Prefers answers in French")
+    other_person = FactFactory.create(
+        project=project,
+        principal=PrincipalFactory(project=project, external_id="bob"),
+        statement="Prefers answers in French",
+    )
     other_project = write(outsider_bot, kind="preference", statement="Prefers answers in French")
     data = retrieve(support_bot, query="Prefers answers in French")
     fact_ids = set(reasons(data["retrieval_id"]))
@@ -105,18 +151,22 @@ def test_other_principals_and_projects_are_never_candidates(support_bot, outside
 
 
 def test_stale_fact_is_excluded_and_20_day_fact_asks_to_reconfirm(support_bot):
-    stale = write(support_bot, kind="preference", statement="Likes window seats", ref="chat:old", days_ago=200)
+    stale = write(
+        support_bot, kind="preference", statement="Likes window seats", ref="chat:old", days_ago=200
+    )
     write(support_bot, kind="preference", statement="Uses a screen reader", ref="chat:20", days_ago=20)
     data = retrieve(support_bot)
     # The newest verification is 20 days old, so the session mode is confirm (R9).
     assert data["mode"] == "confirm"
-    assert data["context"] == "\n".join([
-        PRIORITY,
-        CONFIRM_LINE,
-        "About the user:",
-        "- Previously mentioned (please re-confirm): Uses a screen reader "
-        "[SOURCE: chat:20 | AUTHORITY: 4 | AGE: 20 days]",
-    ])
+    assert data["context"] == "\n".join(
+        [
+            PRIORITY,
+            CONFIRM_LINE,
+            "About the user:",
+            "- Previously mentioned (please re-confirm): Uses a screen reader "
+            "[SOURCE: chat:20 | AUTHORITY: 4 | AGE: 20 days]",
+        ]
+    )
     assert reasons(data["retrieval_id"])[stale["fact"]["id"]] == "stale"
 
 
@@ -132,8 +182,12 @@ def test_sixty_eligible_facts_fit_a_300_token_budget(project):
     bot = make_agent(project, "tight-bot", token_budget=300)
     principal = PrincipalFactory(project=project, external_id="alice")
     for n in range(60):
-        FactFactory(project=project, principal=principal, kind="preference",
-                    statement=f"Preference number {n}: likes option {n} for the weekly report layout")
+        FactFactory.create(
+            project=project,
+            principal=principal,
+            kind="preference",
+            statement=f"Preference number {n}: likes option {n} for the weekly report layout",
+        )
     data = retrieve(bot)
     assert data["token_budget"] == 300
     assert data["tokens_used"] <= 300

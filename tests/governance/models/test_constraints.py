@@ -27,7 +27,9 @@ def test_valid_to_before_valid_from_is_rejected(project):
 
 def test_second_active_fact_for_same_principal_and_key_is_rejected(project):
     principal = PrincipalFactory(project=project)
-    FactFactory(project=project, principal=principal, key="deployment_region", statement="Deploys to us-east-1")
+    FactFactory(
+        project=project, principal=principal, key="deployment_region", statement="Deploys to us-east-1"
+    )
     with pytest.raises(IntegrityError, match="fact_one_active_per_key"), transaction.atomic():
         FactFactory(project=project, principal=principal, key="deployment_region", statement="eu-west-2")
     # A superseded one beside the active one is fine: that is the history.

@@ -14,8 +14,8 @@ import pytest
 from governance.rules import rendering
 from governance.rules.policy import FACT_KINDS, PolicySettings
 from governance.rules.retrieval import (
-    ROUND_RESERVE_SHARE,
     REASONS,
+    ROUND_RESERVE_SHARE,
     Candidate,
     RetrievalPlan,
     age_in_days,

@@ -55,8 +55,15 @@ class TestNormaliseStatement:
 class TestHiddenCharacters:
     @pytest.mark.parametrize(
         "code",
-        [*range(0x200B, 0x2010), 0x2060, 0xFEFF, *range(0x202A, 0x202F), *range(0x2066, 0x206A),
-         0x00AD, 0xE0041],
+        [
+            *range(0x200B, 0x2010),
+            0x2060,
+            0xFEFF,
+            *range(0x202A, 0x202F),
+            *range(0x2066, 0x206A),
+            0x00AD,
+            0xE0041,
+        ],
     )
     def test_invisible_and_bidi_characters_are_hidden(self, code: int) -> None:
         assert is_hidden_char(chr(code))

@@ -1,0 +1,113 @@
+"""GET /api/v1/admin/audit and /api/v1/admin/audit/export: the history for scripts (DESIGN.md governance API).
+
+The same selectors and the same streamed export as the auditors' console,
+scoped to the token user's projects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.http import StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.renderers import BaseRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from governance import access
+from governance.api.base import GovernanceAPIView
+from governance.exports import export_response
+from governance.rules.export import FORMATS
+from governance.selectors import audit as selectors
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 200
+
+
+class HistoryQuery(serializers.Serializer):
+    actor = serializers.CharField(required=False, max_length=200, help_text="user:<name>, agent:<slug>, ...")
+    action = serializers.CharField(
+        required=False, max_length=64, help_text="An action (fact.withdrawn), a family (fact) or retrieval."
+    )
+    since = serializers.DateTimeField(required=False, help_text="Inclusive, ISO 8601.")
+    until = serializers.DateTimeField(required=False, help_text="Exclusive, ISO 8601.")
+    principal = serializers.CharField(required=False, max_length=200, help_text="Principal external id.")
+    fact = serializers.IntegerField(required=False, min_value=1)
+    project = serializers.CharField(required=False, max_length=64, help_text="Project slug.")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        since, until = attrs.get("since"), attrs.get("until")
+        if since and until and since >= until:
+            raise serializers.ValidationError({"until": ["Must be after since."]})
+        return attrs
+
+    def filters(self) -> selectors.HistoryFilters:
+        data = self.validated_data
+        return selectors.HistoryFilters(
+            actor=data.get("actor"),
+            action=data.get("action"),
+            since=data.get("since"),
+            until=data.get("until"),
+            principal=data.get("principal"),
+            fact=data.get("fact"),
+            project=data.get("project"),
+        )
+
+
+class HistoryPageQuery(HistoryQuery):
+    cursor = serializers.CharField(required=False, help_text="The previous page's `next`.")
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=MAX_LIMIT, default=DEFAULT_LIMIT)
+
+    def validate_cursor(self, value: str) -> selectors.Cursor:
+        try:
+            return selectors.decode_cursor(value)
+        except selectors.InvalidCursor as exc:
+            raise serializers.ValidationError("Not a cursor from this listing.") from exc
+
+
+class ExportQuery(HistoryQuery):
+    format = serializers.ChoiceField(choices=FORMATS, required=False, default="jsonl")
+
+
+class AuditHistory(GovernanceAPIView):
+    @extend_schema(parameters=[HistoryPageQuery], summary="The audit history and retrievals, newest first")
+    def get(self, request: Request) -> Response:
+        query = HistoryPageQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        page = selectors.history_page(
+            access.projects_of(request.user),
+            query.filters(),
+            after=query.validated_data.get("cursor"),
+            limit=query.validated_data["limit"],
+        )
+        return Response({"results": [item.export_row() for item in page.items], "next": page.next_cursor})
+
+
+class _IgnoreFormatParameter(DefaultContentNegotiation):
+    """``?format=`` names the export's format here, not a DRF renderer; errors stay JSON."""
+
+    def select_renderer(
+        self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None
+    ) -> tuple[BaseRenderer, str]:
+        renderer = next(iter(renderers))
+        return renderer, renderer.media_type
+
+
+class AuditExport(GovernanceAPIView):
+    content_negotiation_class = _IgnoreFormatParameter
+
+    @extend_schema(
+        parameters=[ExportQuery],
+        responses={200: OpenApiResponse(OpenApiTypes.BINARY, description="CSV or JSON Lines, streamed")},
+        summary="Export the audit history (streamed, oldest first)",
+    )
+    def get(self, request: Request) -> StreamingHttpResponse:
+        query = ExportQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        return export_response(
+            access.projects_of(request.user), query.filters(), query.validated_data["format"]
+        )

@@ -1,0 +1,227 @@
+"""Governance API: an agent's policy, its draft, versions, what-if replays and their jobs.
+
+DESIGN.md "Governance API for people": read the active policy and the draft,
+replace the draft, publish, list versions, roll back, start a replay and poll
+its job, so a team can keep policies as code. The same services as the
+console; policy editors and admins write, every console role reads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from governance import access
+from governance.api.base import GovernanceAPIView
+from governance.api.errors import Conflict
+from governance.models import Agent, Job, PolicyDraft, PolicyVersion
+from governance.selectors import policies as selectors
+from governance.services import policies as policy_service
+from governance.services import replay as replay_service
+
+
+class ReasonSerializer(serializers.Serializer):
+    reason = serializers.CharField(max_length=2000, trim_whitespace=True)
+
+
+class RollbackSerializer(ReasonSerializer):
+    version = serializers.IntegerField(min_value=1, help_text="The earlier version to bring back.")
+
+
+class ReplaySerializer(serializers.Serializer):
+    events = serializers.IntegerField(
+        min_value=1,
+        max_value=replay_service.MAX_EVENTS,
+        help_text="How many of the agent's most recent retrievals to replay under the draft.",
+    )
+
+
+def version_body(version: PolicyVersion, *, active_id: int | None) -> dict[str, Any]:
+    return {
+        "version": version.version,
+        "active": version.pk == active_id,
+        "reason": version.reason,
+        "created_by": version.created_by.get_username() if version.created_by else None,
+        "created_at": version.created_at.isoformat(),
+        "rolled_back_from": version.rolled_back_from.version if version.rolled_back_from else None,
+        "settings": version.settings,
+    }
+
+
+def policy_body(agent: Agent, draft: PolicyDraft | None) -> dict[str, Any]:
+    """``{"active": {"version": n, ...fields}, "draft": {...fields} | null}`` (DESIGN.md)."""
+    assert agent.active_policy is not None, "every agent has an active policy version"
+    active = agent.active_policy
+    return {
+        "active": {"version": active.version, **active.policy.to_dict()},
+        "draft": draft.policy.to_dict() if draft else None,
+    }
+
+
+def job_body(job: Job) -> dict[str, Any]:
+    total = job.progress_total
+    return {
+        "id": str(job.pk),
+        "kind": job.kind,
+        "status": job.status,
+        "project": job.project.slug,
+        "agent": job.agent.slug if job.agent else None,
+        "created_by": job.created_by.get_username() if job.created_by else None,
+        "params": {"events": job.params.get("events"), "active_version": job.params.get("active_version")},
+        "progress": {
+            "done": job.progress_done,
+            "total": total,
+            "percent": round(100 * job.progress_done / total) if total else 0,
+        },
+        "cancel_requested": job.cancel_requested,
+        "result": job.result,
+        "error": job.error or None,
+        "created_at": job.created_at.isoformat(),
+        "started_at": job.started_at.isoformat() if job.started_at else None,
+        "finished_at": job.finished_at.isoformat() if job.finished_at else None,
+    }
+
+
+class _AgentPolicyView(GovernanceAPIView):
+    write_roles = access.POLICY_EDIT_ROLES
+
+    def get_agent(self, request: Request, project: str, agent: str) -> Agent:
+        # Scoped first: another project's agent is a 404 whatever the body says (R1).
+        return get_object_or_404(selectors.agent(access.projects_of(request.user), project, agent))
+
+
+def _policy_error(exc: policy_service.PolicyError) -> Exception:
+    """Bad input is 400 with field errors; a state that forbids the change is 409."""
+    if isinstance(exc, policy_service.InvalidPolicy):
+        return serializers.ValidationError(exc.errors)
+    if exc.field:
+        return serializers.ValidationError({exc.field: [str(exc)]})
+    return Conflict(str(exc))
+
+
+class PolicyView(_AgentPolicyView):
+    @extend_schema(responses=OpenApiTypes.OBJECT, summary="The active policy version and the draft")
+    def get(self, request: Request, project: str, agent: str) -> Response:
+        obj = self.get_agent(request, project, agent)
+        return Response(policy_body(obj, selectors.draft_of(obj)))
+
+
+class PolicyDraftView(_AgentPolicyView):
+    @extend_schema(
+        request=OpenApiTypes.OBJECT,
+        responses=OpenApiTypes.OBJECT,
+        summary="Replace the draft: any subset of the policy fields; the rest keep the active values",
+    )
+    def put(self, request: Request, project: str, agent: str) -> Response:
+        obj = self.get_agent(request, project, agent)
+        if not isinstance(request.data, dict):
+            raise serializers.ValidationError({"non_field_errors": ["Send a JSON object of policy fields."]})
+        try:
+            policy_service.save_draft(obj, request.data, user=request.user)
+        except policy_service.PolicyError as exc:
+            raise _policy_error(exc) from exc
+        obj.refresh_from_db()
+        return Response(policy_body(obj, selectors.draft_of(obj)))
+
+    @extend_schema(responses={204: None}, summary="Discard the draft")
+    def delete(self, request: Request, project: str, agent: str) -> Response:
+        obj = self.get_agent(request, project, agent)
+        policy_service.discard_draft(obj, user=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class PolicyPublishView(_AgentPolicyView):
+    @extend_schema(
+        request=ReasonSerializer,
+        responses={201: OpenApiTypes.OBJECT},
+        summary="Publish the draft as a new immutable version",
+    )
+    def post(self, request: Request, project: str, agent: str) -> Response:
+        obj = self.get_agent(request, project, agent)
+        body = ReasonSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            version = policy_service.publish_draft(obj, body.validated_data["reason"], user=request.user)
+        except policy_service.PolicyError as exc:
+            raise _policy_error(exc) from exc
+        return Response(version_body(version, active_id=version.pk), status=status.HTTP_201_CREATED)
+
+
+class PolicyRollbackView(_AgentPolicyView):
+    @extend_schema(
+        request=RollbackSerializer,
+        responses={201: OpenApiTypes.OBJECT},
+        summary="Roll back: a new version equal to an earlier one",
+    )
+    def post(self, request: Request, project: str, agent: str) -> Response:
+        obj = self.get_agent(request, project, agent)
+        body = RollbackSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        try:
+            version = policy_service.rollback(obj, data["version"], data["reason"], user=request.user)
+        except policy_service.PolicyError as exc:
+            raise _policy_error(exc) from exc
+        return Response(version_body(version, active_id=version.pk), status=status.HTTP_201_CREATED)
+
+
+class PolicyVersionsView(_AgentPolicyView):
+    @extend_schema(
+        responses=OpenApiTypes.OBJECT, summary="Every version, newest first, with who, when and why"
+    )
+    def get(self, request: Request, project: str, agent: str) -> Response:
+        obj = self.get_agent(request, project, agent)
+        versions = (
+            PolicyVersion.objects.filter(agent=obj)
+            .select_related("created_by", "rolled_back_from")
+            .order_by("-version")
+        )
+        return Response({"results": [version_body(v, active_id=obj.active_policy_id) for v in versions]})
+
+
+class PolicyReplayView(_AgentPolicyView):
+    @extend_schema(
+        request=ReplaySerializer,
+        responses={202: OpenApiTypes.OBJECT},
+        summary="Replay the last N retrievals under the draft; answers the job to poll",
+    )
+    def post(self, request: Request, project: str, agent: str) -> Response:
+        obj = self.get_agent(request, project, agent)
+        body = ReplaySerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            job = replay_service.start_replay(obj, body.validated_data["events"], user=request.user)
+        except replay_service.DraftRequired as exc:
+            raise Conflict(str(exc)) from exc
+        except replay_service.ReplayError as exc:
+            raise serializers.ValidationError({exc.field or "non_field_errors": [str(exc)]}) from exc
+        job = Job.objects.select_related("agent", "project", "created_by").get(pk=job.pk)
+        response = Response(job_body(job), status=status.HTTP_202_ACCEPTED)
+        response["Location"] = f"/api/v1/admin/jobs/{job.pk}"
+        return response
+
+
+class JobView(GovernanceAPIView):
+    write_roles = access.POLICY_EDIT_ROLES
+
+    @extend_schema(responses=OpenApiTypes.OBJECT, summary="A background job's progress and result")
+    def get(self, request: Request, job_id: UUID) -> Response:
+        job = get_object_or_404(selectors.job(access.projects_of(request.user), job_id))
+        return Response(job_body(job))
+
+
+class JobCancelView(GovernanceAPIView):
+    write_roles = access.POLICY_EDIT_ROLES
+
+    @extend_schema(request=None, responses=OpenApiTypes.OBJECT, summary="Cancel a queued or running job")
+    def post(self, request: Request, job_id: UUID) -> Response:
+        job = get_object_or_404(selectors.job(access.projects_of(request.user), job_id))
+        replay_service.request_cancel(job, user=request.user)
+        return Response(job_body(selectors.job(access.projects_of(request.user), job_id).get()))

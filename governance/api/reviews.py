@@ -1,0 +1,125 @@
+"""Governance API: the review queue and decisions, for people with personal access tokens.
+
+GET /api/v1/admin/reviews and POST /api/v1/admin/reviews/{write_id}/decision
+(DESIGN.md "Governance API for people"); the same selectors and service as the console.
+"""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from governance import access
+from governance.api.base import GovernanceAPIView
+from governance.api.errors import Conflict
+from governance.api.writes import write_detail
+from governance.models import Write
+from governance.selectors import reviews as review_selectors
+from governance.services import reviews as review_service
+
+MAX_LIMIT = 200
+
+
+class QueueQuerySerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=review_selectors.QUEUE_STATUSES, required=False)
+    cursor = serializers.CharField(required=False, allow_blank=True)
+    limit = serializers.IntegerField(
+        min_value=1, max_value=MAX_LIMIT, required=False, default=review_selectors.PAGE_SIZE
+    )
+
+    def validate_cursor(self, value: str) -> review_selectors.QueueCursor | None:
+        if not value:
+            return None
+        try:
+            return review_selectors.QueueCursor.decode(value)
+        except review_selectors.InvalidCursor as exc:
+            raise serializers.ValidationError(str(exc)) from exc
+
+
+class DecisionSerializer(serializers.Serializer):
+    action = serializers.ChoiceField(choices=["approve", "reject"])
+    reason = serializers.CharField(max_length=2000, trim_whitespace=True)
+    # Given: edit-and-approve with this statement instead of the agent's.
+    statement = serializers.CharField(max_length=4000, trim_whitespace=True, required=False, allow_null=True)
+
+    def validate(self, attrs: dict[str, object]) -> dict[str, object]:
+        if attrs.get("statement") is not None and attrs["action"] == "reject":
+            raise serializers.ValidationError({"statement": ["Only an approval can edit the statement."]})
+        return attrs
+
+
+def review_row(write: Write) -> dict[str, object]:
+    return {
+        "id": write.pk,
+        "status": write.status,
+        "principal": write.principal.external_id if write.principal else None,
+        "kind": write.kind,
+        "key": write.key,
+        "statement": write.statement,
+        "source": {
+            "type": write.source_type,
+            "ref": write.source_ref,
+            "observed_at": write.source_observed_at.isoformat(),
+        },
+        "authority": write.authority,
+        "risk": write.risk,
+        "findings": write.findings,
+        "conflicts_with": write.conflicts_with_id,
+        "created_at": write.created_at.isoformat(),
+    }
+
+
+class ReviewQueue(GovernanceAPIView):
+    write_roles = access.REVIEW_ROLES
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("status", str, enum=list(review_selectors.QUEUE_STATUSES), required=False),
+            OpenApiParameter(
+                "cursor", str, required=False, description="The `next` value of the previous page."
+            ),
+            OpenApiParameter("limit", int, required=False),
+        ],
+        summary="Pending and quarantined writes, riskiest first, then oldest",
+    )
+    def get(self, request: Request) -> Response:
+        query = QueueQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        page = review_selectors.review_queue(
+            access.projects_of(request.user),
+            status=query.validated_data.get("status"),
+            after=query.validated_data.get("cursor"),
+            limit=query.validated_data["limit"],
+        )
+        return Response(
+            {
+                "results": [review_row(w) for w in page.writes],
+                "next": page.next.encode() if page.next else None,
+            }
+        )
+
+
+class ReviewDecisionView(GovernanceAPIView):
+    write_roles = access.REVIEW_ROLES
+
+    @extend_schema(request=DecisionSerializer, summary="Approve, reject or edit-and-approve a write")
+    def post(self, request: Request, write_id: int) -> Response:
+        # Scoped before validation: another project's id is a 404 whatever the body says (R1).
+        write = get_object_or_404(Write, pk=write_id, project__in=access.projects_of(request.user))
+        serializer = DecisionSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        decision = review_service.Decision(data["action"], data["reason"], statement=data.get("statement"))
+        try:
+            review_service.decide(write.pk, decision, reviewer=request.user)
+        except review_service.AlreadyDecided as exc:
+            raise Conflict(f"Write {write.pk}: {review_selectors.decided_info(write.pk).message}") from exc
+        except review_service.InvalidDecision as exc:
+            raise serializers.ValidationError({exc.field: [str(exc)]}) from exc
+        decided = Write.objects.select_related("principal", "session", "fact", "decision__reviewer").get(
+            pk=write.pk
+        )
+        return Response(write_detail(decided))

@@ -1,0 +1,579 @@
+"""Reads for auditors: the history across the audit trail and retrievals, its export, a fact's timeline.
+
+The history merges two append-only sources, ``AuditEntry`` (facts, writes,
+decisions, policies, keys and tokens, projects, sessions) and
+``RetrievalEvent``, ordered by (created_at, source, id). Pages are keyset
+pages on that triple, so page 1,000 costs what page 1 costs; the export walks
+the same order with server-side cursors. Neither source holds erasable
+content: audit entries carry digests, and retrieval text is not exported.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.db.models import CharField, Q, QuerySet, Value
+from django.db.models.functions import Cast
+from django.db.models.query import EmptyQuerySet
+
+from governance.models import (
+    AuditEntry,
+    Fact,
+    Principal,
+    RetrievalCandidate,
+    RetrievalEvent,
+    Session,
+    Supersession,
+    Write,
+)
+from governance.selectors.facts import HistoryRow, fact_history, supersession_chain
+
+AUDIT = "audit"
+RETRIEVAL = "retrieval"
+# The source is the middle of the sort key: at one instant, audit entries sort before retrievals.
+SOURCE_RANK = {AUDIT: 0, RETRIEVAL: 1}
+RETRIEVAL_ACTION = "retrieval"
+# Families the action filter accepts as a prefix ("fact" = every fact.* action).
+ACTION_FAMILIES = (
+    "fact",
+    "write",
+    "policy",
+    "agent",
+    "agent_key",
+    "access_token",
+    "project",
+    "session",
+    "membership",
+    RETRIEVAL_ACTION,
+)
+KNOWN_ACTIONS = (
+    "fact.superseded",
+    "fact.corroborated",
+    "fact.verified",
+    "fact.authority_changed",
+    "fact.withdrawn",
+    "fact.expired",
+    "fact.out_of_scope",
+    "fact.flagged",
+    "write.submitted",
+    "write.approve",
+    "write.reject",
+    "write.edit_approve",
+    "policy.draft_saved",
+    "policy.published",
+    "policy.rolled_back",
+    "agent_key.created",
+    "agent_key.revoked",
+    "access_token.created",
+    "access_token.revoked",
+    "agent.created",
+    "agent.retired",
+    "project.archived",
+    "session.ended",
+)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+Cursor = tuple[datetime, int, int]  # (created_at, source rank, id)
+
+
+class InvalidCursor(ValueError):
+    pass
+
+
+def encode_cursor(created_at: datetime, rank: int, row_id: int) -> str:
+    """``<microseconds since epoch>_<source rank>_<id>``: exact and URL-safe."""
+    return f"{(created_at - _EPOCH) // timedelta(microseconds=1)}_{rank}_{row_id}"
+
+
+def decode_cursor(value: str) -> Cursor:
+    parts = value.split("_")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts) or int(parts[1]) not in SOURCE_RANK.values():
+        raise InvalidCursor("Not a cursor from this history.")
+    try:
+        return _EPOCH + timedelta(microseconds=int(parts[0])), int(parts[1]), int(parts[2])
+    except OverflowError as exc:
+        raise InvalidCursor("Not a cursor from this history.") from exc
+
+
+@dataclass(frozen=True)
+class HistoryFilters:
+    actor: str | None = None  # exact label: user:<name>, agent:<slug>, system:...
+    action: str | None = None  # exact action, a family ("fact"), or "retrieval"
+    since: datetime | None = None  # inclusive
+    until: datetime | None = None  # exclusive
+    principal: str | None = None  # external id
+    fact: int | None = None
+    project: str | None = None  # slug, to narrow a multi-project user's view
+
+
+@dataclass(frozen=True)
+class HistoryItem:
+    """One row of the history, whichever source it came from."""
+
+    source: str
+    id: int
+    created_at: datetime
+    project: str
+    actor: str
+    action: str
+    object_type: str
+    object_id: str
+    reason: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+    sequence: int | None = None
+    principal: str | None = None
+    request_id: str = ""
+    previous_hash: str = ""
+    entry_hash: str = ""
+
+    @property
+    def fact_id(self) -> int | None:
+        """The fact this row is about, for the timeline link."""
+        if self.object_type == "fact" and self.object_id.isdigit():
+            return int(self.object_id)
+        value = self.data.get("fact") if self.source == AUDIT else None
+        return value if isinstance(value, int) else None
+
+    @property
+    def cursor(self) -> str:
+        return encode_cursor(self.created_at, SOURCE_RANK[self.source], self.id)
+
+    def export_row(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "id": self.id,
+            "project": self.project,
+            "sequence": self.sequence,
+            "created_at": self.created_at.isoformat(),
+            "actor": self.actor,
+            "action": self.action,
+            "object_type": self.object_type,
+            "object_id": self.object_id,
+            "principal": self.principal,
+            "reason": self.reason,
+            "data": self.data,
+            "request_id": self.request_id,
+            "previous_hash": self.previous_hash,
+            "entry_hash": self.entry_hash,
+        }
+
+
+EXPORT_COLUMNS = (
+    "source",
+    "id",
+    "project",
+    "sequence",
+    "created_at",
+    "actor",
+    "action",
+    "object_type",
+    "object_id",
+    "principal",
+    "reason",
+    "data",
+    "request_id",
+    "previous_hash",
+    "entry_hash",
+)
+
+
+def _as_text(qs: QuerySet[Any]) -> QuerySet[Any]:
+    """Ids as text: AuditEntry.object_id is a string column."""
+    return qs.annotate(object_text=Cast("pk", CharField())).values("object_text")
+
+
+def _principals(project_ids: list[int], external_id: str) -> QuerySet[Principal]:
+    return Principal.objects.filter(project_id__in=project_ids, external_id=external_id)
+
+
+def _fact_writes(fact_id: int) -> QuerySet[Write]:
+    return Write.objects.filter(
+        Q(fact_id=fact_id) | Q(corroborated_id=fact_id) | Q(conflicts_with_id=fact_id)
+    )
+
+
+def audit_entries(project_ids: list[int], filters: HistoryFilters) -> QuerySet[AuditEntry]:
+    """Audit entries matching the filters; every condition is index-friendly or a subquery."""
+    qs = AuditEntry.objects.filter(project_id__in=project_ids)
+    if filters.actor:
+        qs = qs.filter(actor=filters.actor)
+    if filters.action:
+        if filters.action == RETRIEVAL_ACTION:
+            return qs.none()
+        qs = (
+            qs.filter(action=filters.action)
+            if "." in filters.action
+            else qs.filter(action__startswith=f"{filters.action}.")
+        )
+    if filters.since:
+        qs = qs.filter(created_at__gte=filters.since)
+    if filters.until:
+        qs = qs.filter(created_at__lt=filters.until)
+    if filters.principal:
+        people = _principals(project_ids, filters.principal)
+        qs = qs.filter(
+            Q(object_type="fact", object_id__in=_as_text(Fact.objects.filter(principal__in=people)))
+            | Q(object_type="write", object_id__in=_as_text(Write.objects.filter(principal__in=people)))
+            | Q(object_type="session", object_id__in=_as_text(Session.objects.filter(principal__in=people)))
+        )
+    if filters.fact is not None:
+        # The entry that superseded an older fact is recorded on the older one.
+        replaced = Supersession.objects.filter(new_fact_id=filters.fact)
+        qs = qs.filter(
+            Q(object_type="fact", object_id=str(filters.fact))
+            | Q(
+                object_type="fact",
+                action="fact.superseded",
+                object_id__in=_as_text(Fact.objects.filter(pk__in=replaced.values("old_fact_id"))),
+            )
+            | Q(object_type="write", object_id__in=_as_text(_fact_writes(filters.fact)))
+        )
+    return qs
+
+
+def retrieval_events(project_ids: list[int], filters: HistoryFilters) -> QuerySet[RetrievalEvent]:
+    qs = RetrievalEvent.objects.filter(project_id__in=project_ids)
+    if filters.actor:
+        # Retrievals are made by agents, so only an agent:<slug> actor can match.
+        kind, _, slug = filters.actor.partition(":")
+        if kind != "agent" or not slug:
+            return qs.none()
+        qs = qs.filter(agent__slug=slug)
+    if filters.action and filters.action != RETRIEVAL_ACTION:
+        return qs.none()
+    if filters.since:
+        qs = qs.filter(created_at__gte=filters.since)
+    if filters.until:
+        qs = qs.filter(created_at__lt=filters.until)
+    if filters.principal:
+        qs = qs.filter(principal__in=_principals(project_ids, filters.principal))
+    if filters.fact is not None:
+        qs = qs.filter(pk__in=RetrievalCandidate.objects.filter(fact_id=filters.fact).values("event_id"))
+    return qs
+
+
+def _after(qs: QuerySet[Any], rank: int, cursor: Cursor | None) -> QuerySet[Any]:
+    """Rows strictly older than the cursor in (created_at, rank, id) descending order.
+
+    The source rank is a constant per query, so the row comparison reduces to
+    a bound on created_at (which the index walks) plus an id tie-break.
+    """
+    if cursor is None:
+        return qs
+    created_at, cursor_rank, row_id = cursor
+    if rank < cursor_rank:
+        return qs.filter(created_at__lte=created_at)
+    if rank > cursor_rank:
+        return qs.filter(created_at__lt=created_at)
+    return qs.filter(created_at__lte=created_at).filter(
+        Q(created_at__lt=created_at) | Q(created_at=created_at, id__lt=row_id)
+    )
+
+
+@dataclass(frozen=True)
+class HistoryPage:
+    items: list[HistoryItem]
+    next_cursor: str | None
+
+
+def scoped_project_ids(projects: QuerySet[Any], filters: HistoryFilters) -> list[int]:
+    if filters.project:
+        projects = projects.filter(slug=filters.project)
+    return list(projects.values_list("pk", flat=True))
+
+
+def history_page(
+    projects: QuerySet[Any], filters: HistoryFilters, *, after: Cursor | None, limit: int
+) -> HistoryPage:
+    """Newest first; one keyset page over both sources (two index walks and a merge, no OFFSET)."""
+    project_ids = scoped_project_ids(projects, filters)
+    if not project_ids:
+        return HistoryPage([], None)
+    walks = []
+    for source, qs in (
+        (AUDIT, audit_entries(project_ids, filters)),
+        (RETRIEVAL, retrieval_events(project_ids, filters)),
+    ):
+        rank = SOURCE_RANK[source]
+        walks.append(
+            _after(qs, rank, after)
+            .annotate(rank=Value(rank))
+            .order_by("-created_at", "-id")
+            .values_list("created_at", "rank", "id")[: limit + 1]
+        )
+    # A source the filters rule out is an empty queryset, which union() would drop.
+    walks = [walk for walk in walks if not isinstance(walk, EmptyQuerySet)]
+    if not walks:
+        return HistoryPage([], None)
+    merged = (
+        walks[0].union(*walks[1:], all=True).order_by("-created_at", "-rank", "-id")[: limit + 1]
+        if len(walks) > 1
+        else walks[0]
+    )
+    keys = list(merged)
+    page, more = keys[:limit], len(keys) > limit
+    audit_ids = [row_id for _, rank, row_id in page if rank == SOURCE_RANK[AUDIT]]
+    event_ids = [row_id for _, rank, row_id in page if rank == SOURCE_RANK[RETRIEVAL]]
+    by_key: dict[tuple[int, int], HistoryItem] = {}
+    for entry in AuditEntry.objects.filter(pk__in=audit_ids).select_related("project"):
+        by_key[(SOURCE_RANK[AUDIT], entry.pk)] = _audit_item(entry)
+    events = RetrievalEvent.objects.filter(pk__in=event_ids).select_related(
+        "project", "agent", "principal", "session", "policy_version"
+    )
+    for event in events:
+        by_key[(SOURCE_RANK[RETRIEVAL], event.pk)] = _retrieval_item(event)
+    items = [by_key[(rank, row_id)] for _, rank, row_id in page if (rank, row_id) in by_key]
+    return HistoryPage(items, items[-1].cursor if more and items else None)
+
+
+def _audit_item(entry: AuditEntry) -> HistoryItem:
+    return HistoryItem(
+        source=AUDIT,
+        id=entry.pk,
+        created_at=entry.created_at,
+        project=entry.project.slug if entry.project else "",
+        actor=entry.actor,
+        action=entry.action,
+        object_type=entry.object_type,
+        object_id=entry.object_id,
+        reason=entry.reason,
+        data=entry.data if isinstance(entry.data, dict) else {"value": entry.data},
+        sequence=entry.sequence,
+        request_id=entry.request_id,
+        previous_hash=entry.previous_hash,
+        entry_hash=entry.entry_hash,
+    )
+
+
+def _retrieval_data(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "agent": row["agent__slug"],
+        "session": row["session__external_id"],
+        "round": row["round"],
+        "mode": row["mode"],
+        "identity_verified": row["identity_verified"],
+        "policy_version": row["policy_version__version"],
+        "tokens_used": row["tokens_used"],
+        "token_budget": row["token_budget"],
+        "candidates": row["candidate_count"],
+        "excluded": row["excluded_count"],
+        "reasons": row["reasons"],
+        "static_block_cached": row["static_block_cached"],
+    }
+
+
+def _retrieval_item(event: RetrievalEvent) -> HistoryItem:
+    row = {
+        "agent__slug": event.agent.slug,
+        "session__external_id": event.session.external_id if event.session else None,
+        "round": event.round,
+        "mode": event.mode,
+        "identity_verified": event.identity_verified,
+        "policy_version__version": event.policy_version.version,
+        "tokens_used": event.tokens_used,
+        "token_budget": event.token_budget,
+        "candidate_count": event.candidate_count,
+        "excluded_count": event.excluded_count,
+        "reasons": event.reasons,
+        "static_block_cached": event.static_block_cached,
+    }
+    return HistoryItem(
+        source=RETRIEVAL,
+        id=event.pk,
+        created_at=event.created_at,
+        project=event.project.slug,
+        actor=f"agent:{event.agent.slug}",
+        action=RETRIEVAL_ACTION,
+        object_type="retrievalevent",
+        object_id=str(event.pk),
+        data=_retrieval_data(row),
+        principal=event.principal.external_id if event.principal else None,
+    )
+
+
+# --- Export: the same rows, oldest first, streamed -------------------------------
+
+AUDIT_EXPORT_FIELDS = (
+    "id",
+    "project__slug",
+    "sequence",
+    "created_at",
+    "actor",
+    "action",
+    "object_type",
+    "object_id",
+    "reason",
+    "data",
+    "request_id",
+    "previous_hash",
+    "entry_hash",
+)
+RETRIEVAL_EXPORT_FIELDS = (
+    "id",
+    "project__slug",
+    "created_at",
+    "agent__slug",
+    "principal__external_id",
+    "session__external_id",
+    "round",
+    "mode",
+    "identity_verified",
+    "policy_version__version",
+    "tokens_used",
+    "token_budget",
+    "candidate_count",
+    "excluded_count",
+    "reasons",
+    "static_block_cached",
+)
+EXPORT_CHUNK = 2000
+
+
+def _audit_export_rows(qs: QuerySet[AuditEntry], chunk_size: int) -> Iterator[HistoryItem]:
+    # values() skips model instantiation; iterator() reads through a server-side
+    # cursor in chunks, so memory stays flat however many rows match.
+    for row in qs.order_by("created_at", "id").values(*AUDIT_EXPORT_FIELDS).iterator(chunk_size=chunk_size):
+        yield HistoryItem(
+            source=AUDIT,
+            id=row["id"],
+            created_at=row["created_at"],
+            project=row["project__slug"] or "",
+            actor=row["actor"],
+            action=row["action"],
+            object_type=row["object_type"],
+            object_id=row["object_id"],
+            reason=row["reason"],
+            data=row["data"] if isinstance(row["data"], dict) else {"value": row["data"]},
+            sequence=row["sequence"],
+            request_id=row["request_id"],
+            previous_hash=row["previous_hash"],
+            entry_hash=row["entry_hash"],
+        )
+
+
+def _retrieval_export_rows(qs: QuerySet[RetrievalEvent], chunk_size: int) -> Iterator[HistoryItem]:
+    # The query and the injected context are memory text, not audit data: not exported.
+    for row in (
+        qs.order_by("created_at", "id").values(*RETRIEVAL_EXPORT_FIELDS).iterator(chunk_size=chunk_size)
+    ):
+        yield HistoryItem(
+            source=RETRIEVAL,
+            id=row["id"],
+            created_at=row["created_at"],
+            project=row["project__slug"],
+            actor=f"agent:{row['agent__slug']}",
+            action=RETRIEVAL_ACTION,
+            object_type="retrievalevent",
+            object_id=str(row["id"]),
+            data=_retrieval_data(row),
+            principal=row["principal__external_id"],
+        )
+
+
+def export_items(
+    projects: QuerySet[Any], filters: HistoryFilters, *, chunk_size: int = EXPORT_CHUNK
+) -> Iterator[HistoryItem]:
+    """Every matching row, oldest first: two ordered server-side cursors merged lazily.
+
+    Call it inside a transaction so the cursors stream instead of being
+    materialised WITH HOLD at the first commit.
+    """
+    project_ids = scoped_project_ids(projects, filters)
+    if not project_ids:
+        return iter(())
+    return heapq.merge(
+        _audit_export_rows(audit_entries(project_ids, filters), chunk_size),
+        _retrieval_export_rows(retrieval_events(project_ids, filters), chunk_size),
+        key=lambda item: (item.created_at, SOURCE_RANK[item.source], item.id),
+    )
+
+
+# --- A fact's full timeline --------------------------------------------------------
+
+CANDIDATE_LIMIT = 200
+
+
+@dataclass(frozen=True)
+class TimelineEvent:
+    at: datetime
+    kind: str  # audit | history | supersession | retrieval
+    label: str
+    actor: str = ""
+    reason: str = ""
+    detail: str = ""
+    audit: AuditEntry | None = None
+    history: HistoryRow | None = None
+    supersession: dict[str, Any] | None = None
+    candidate: RetrievalCandidate | None = None
+
+
+@dataclass(frozen=True)
+class FactTimeline:
+    fact: Fact
+    events: list[TimelineEvent]
+    retrievals_total: int
+    retrievals_shown: int
+    tombstone: Any
+
+
+def fact_timeline(fact: Fact) -> FactTimeline:
+    """Audit entries, row history, supersessions and retrieval decisions of one fact, oldest first."""
+    events: list[TimelineEvent] = []
+    entries = (
+        audit_entries([fact.project_id], HistoryFilters(fact=fact.pk))
+        .select_related("actor_user")
+        .order_by("created_at", "id")
+    )
+    for entry in entries:
+        events.append(
+            TimelineEvent(
+                at=entry.created_at,
+                kind="audit",
+                label=entry.action,
+                actor=entry.actor,
+                reason=entry.reason,
+                detail=f"#{entry.sequence} {entry.object_type}:{entry.object_id}",
+                audit=entry,
+            )
+        )
+    for row in fact_history(fact):
+        events.append(TimelineEvent(at=row.at, kind="history", label=row.label, actor=row.actor, history=row))
+    for link in supersession_chain(fact):
+        if fact.pk not in (link["old_fact"], link["new_fact"]):
+            continue
+        events.append(
+            TimelineEvent(
+                at=datetime.fromisoformat(str(link["at"])),
+                kind="supersession",
+                label=f"fact {link['old_fact']} → fact {link['new_fact']}",
+                actor=str(link["decided_by"]),
+                reason=str(link["reason"]),
+                supersession=link,
+            )
+        )
+    candidates = RetrievalCandidate.objects.filter(fact=fact)
+    total = candidates.count()
+    shown = list(
+        candidates.select_related("event__agent", "event__principal").order_by("-event__created_at", "-id")[
+            :CANDIDATE_LIMIT
+        ]
+    )
+    for candidate in shown:
+        events.append(
+            TimelineEvent(
+                at=candidate.event.created_at,
+                kind="retrieval",
+                label=candidate.decision,
+                actor=f"agent:{candidate.event.agent.slug}",
+                reason=candidate.reason or "",
+                candidate=candidate,
+            )
+        )
+    order = {"history": 0, "audit": 1, "supersession": 2, "retrieval": 3}
+    events.sort(key=lambda e: (e.at, order[e.kind]))
+    tombstone = getattr(fact, "tombstone", None) if fact.status == "withdrawn" else None
+    return FactTimeline(fact, events, total, len(shown), tombstone)

@@ -1,0 +1,84 @@
+"""Reads for policies: agents with their versions and drafts, version history, replay jobs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Count, QuerySet
+
+from governance.models import Agent, Fact, Job, PolicyDraft, PolicyVersion, Project
+from governance.rules.policy import PolicySettings
+from governance.rules.policy_changes import FieldChange, diff_settings
+from governance.services.replay import JOB_KIND
+
+
+def agents(projects: QuerySet[Project]) -> QuerySet[Agent]:
+    """The agents of these projects, with what the agents list shows, in two queries at most."""
+    return (
+        Agent.objects.filter(project__in=projects)
+        .select_related("project", "active_policy", "active_policy__created_by", "policy_draft")
+        .annotate(version_count=Count("policy_versions"))
+        .order_by("project__slug", "slug")
+    )
+
+
+def agent(projects: QuerySet[Project], project_slug: str, agent_slug: str) -> QuerySet[Agent]:
+    """At most one agent, only inside these projects (R1: another project's agent is a 404)."""
+    return Agent.objects.filter(
+        project__in=projects, project__slug=project_slug, slug=agent_slug
+    ).select_related("project", "active_policy")
+
+
+def draft_of(agent: Agent) -> PolicyDraft | None:
+    return PolicyDraft.objects.filter(agent=agent).select_related("based_on", "updated_by").first()
+
+
+@dataclass(frozen=True)
+class VersionRow:
+    version: PolicyVersion
+    changes: list[FieldChange]  # against the version before it
+    is_active: bool
+
+
+def version_history(agent: Agent) -> list[VersionRow]:
+    """Every version, newest first, each with what it changed compared with its predecessor."""
+    versions = list(
+        PolicyVersion.objects.filter(agent=agent)
+        .select_related("created_by", "rolled_back_from")
+        .order_by("version")
+    )
+    rows: list[VersionRow] = []
+    previous: PolicySettings | None = None
+    for version in versions:
+        policy = version.policy
+        rows.append(
+            VersionRow(version, diff_settings(previous, policy), version.pk == agent.active_policy_id)
+        )
+        previous = policy
+    rows.reverse()
+    return rows
+
+
+def replay_jobs(agent: Agent, limit: int = 10) -> QuerySet[Job]:
+    return (
+        Job.objects.filter(agent=agent, kind=JOB_KIND)
+        .select_related("created_by")
+        .order_by("-created_at")[:limit]
+    )
+
+
+def job(projects: QuerySet[Project], job_id: object) -> QuerySet[Job]:
+    """A job inside these projects (another project's job is a 404)."""
+    return Job.objects.filter(project__in=projects, pk=job_id).select_related(
+        "agent", "project", "created_by"
+    )
+
+
+def facts_for_rows(fact_ids: set[int]) -> dict[int, Fact]:
+    """The facts a replay's changed-events table names, with today's statement.
+
+    Read at display time, never copied into the job's result: a withdrawal
+    erases the statement here (R8), and the table then shows it erased.
+    """
+    rows = Fact.objects.filter(pk__in=fact_ids).only("id", "kind", "key", "statement", "status")
+    return {fact.pk: fact for fact in rows}

@@ -1,0 +1,370 @@
+"""Reads for the review queue (console and governance API).
+
+The queue holds pending and quarantined writes of the caller's projects,
+riskiest first, then oldest first (a write that has waited longest at the same
+risk is next). Everything a reviewer needs per write is fetched for the whole
+page in a fixed number of queries, so the page cost does not grow with its size.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from django.db import connection
+from django.db.models import Count, F, Q, QuerySet, Window
+from django.db.models.functions import RowNumber
+from django.utils.dateparse import parse_datetime
+
+from governance.models import Fact, Project, ReviewDecision, Write
+from governance.rules.diff import SideBySide, word_diff
+from governance.rules.text import similarity
+from governance.selectors.sessions import SummaryDiff, has_summary_finding, summary_diff
+
+QUEUE_STATUSES: tuple[str, ...] = ("pending_review", "quarantined")
+PAGE_SIZE = 25
+SIMILAR_LIMIT = 3
+# Below this a "similar" fact is noise to a reviewer, whichever way it was measured.
+SIMILAR_MIN = 0.35
+# Facts per principal compared lexically when no embedding is available: the
+# newest ones, which are the ones a write is most likely to repeat or contradict.
+TEXT_POOL_PER_PRINCIPAL = 300
+
+CHECK_LABELS: dict[str, str] = {
+    "empty_statement": "Nothing visible left",
+    "authority_cap": "Asks for more authority than its source allows (R4)",
+    "source_trust": "Source is not trusted enough to store this on its own",
+    "instruction": "Instruction aimed at the assistant",
+    "markup": "Role or markup tags",
+    "hidden_text": "Hidden characters",
+    "encoded_payload": "Encoded payload",
+    "homoglyph": "Look-alike letters from another alphabet",
+    "exfiltration_link": "Link that could carry data away",
+    "reviewer_address": "Tries to talk to the reviewer",
+    "resubmitted_rejected": "Re-submits a rejected assertion",
+    "tombstoned": "Re-learns a withdrawn fact (R8)",
+    "derived_from_retrieval": "Derived from a retrieval (R16)",
+    "write_back_amplification": "Write-back amplification (R16)",
+    "burst": "Burst of near-duplicate writes",
+    "contradicts_verified": "Contradicts a verified fact",
+    "conflict": "Would replace the current fact (R6)",
+    "summary_check": "Summary dropped details (R17)",
+}
+ACTION_WORDS: dict[str, str] = {
+    "approve": "approved",
+    "reject": "rejected",
+    "edit_approve": "approved with edits",
+}
+
+
+class InvalidCursor(ValueError):
+    """The cursor was not made by :meth:`QueueCursor.encode`."""
+
+
+@dataclass(frozen=True)
+class QueueCursor:
+    """Keyset position in (risk desc, created_at asc, id asc): stable while the queue changes."""
+
+    risk: int
+    created_at: datetime
+    id: int
+
+    @classmethod
+    def after(cls, write: Write) -> QueueCursor:
+        return cls(write.risk, write.created_at, write.pk)
+
+    def encode(self) -> str:
+        raw = json.dumps([self.risk, self.created_at.isoformat(), self.id]).encode()
+        return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+    @classmethod
+    def decode(cls, token: str) -> QueueCursor:
+        try:
+            raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+            risk, created_at, write_id = json.loads(raw)
+            moment = parse_datetime(created_at)
+        except (binascii.Error, ValueError, TypeError) as exc:
+            raise InvalidCursor("The cursor is not valid; start from the first page.") from exc
+        if not isinstance(risk, int) or not isinstance(write_id, int) or moment is None:
+            raise InvalidCursor("The cursor is not valid; start from the first page.")
+        return cls(risk, moment, write_id)
+
+
+@dataclass(frozen=True)
+class QueuePage:
+    writes: list[Write]
+    next: QueueCursor | None
+
+
+def review_queue(
+    projects: QuerySet[Project],
+    *,
+    status: str | None = None,
+    after: QueueCursor | None = None,
+    limit: int = PAGE_SIZE,
+) -> QueuePage:
+    """One page of the queue; ``status`` narrows it to pending or quarantined writes."""
+    statuses = [status] if status in QUEUE_STATUSES else list(QUEUE_STATUSES)
+    qs = (
+        Write.objects.filter(project__in=projects, status__in=statuses)
+        .select_related("project", "agent", "principal", "session", "fact", "conflicts_with")
+        # Vectors are compared in SQL; loading them would only cost memory.
+        .defer("fact__embedding", "conflicts_with__embedding")
+    )
+    if after is not None:
+        qs = qs.filter(
+            Q(risk__lt=after.risk)
+            | Q(risk=after.risk, created_at__gt=after.created_at)
+            | Q(risk=after.risk, created_at=after.created_at, id__gt=after.id)
+        )
+    rows = list(qs.order_by("-risk", "created_at", "id")[: limit + 1])
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return QueuePage(writes=rows, next=QueueCursor.after(rows[-1]) if more and rows else None)
+
+
+def queue_counts(projects: QuerySet[Project]) -> dict[str, int]:
+    counts = Write.objects.filter(project__in=projects, status__in=QUEUE_STATUSES).aggregate(
+        pending_review=Count("id", filter=Q(status="pending_review")),
+        quarantined=Count("id", filter=Q(status="quarantined")),
+    )
+    return {name: int(counts[name] or 0) for name in QUEUE_STATUSES}
+
+
+@dataclass(frozen=True)
+class FindingView:
+    check: str
+    label: str
+    severity: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class SimilarFact:
+    fact: Fact
+    score: float
+    method: Literal["embedding", "text"]
+
+    @property
+    def percent(self) -> int:
+        return round(self.score * 100)
+
+
+@dataclass
+class ReviewItem:
+    """One write as a reviewer sees it. ``form`` is the view's, for re-display with errors."""
+
+    write: Write
+    findings: list[FindingView]
+    supersedes: Fact | None
+    diff: SideBySide | None
+    similar: list[SimilarFact]
+    form: Any = None
+    # R17: for flagged summaries, the source with the dropped items marked.
+    summary_diff: SummaryDiff | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def finding_views(findings: list[dict[str, str]] | None) -> list[FindingView]:
+    out = []
+    for finding in findings or []:
+        check = str(finding.get("check", ""))
+        out.append(
+            FindingView(
+                check=check,
+                label=CHECK_LABELS.get(check, check.replace("_", " ").capitalize()),
+                severity=str(finding.get("severity", "low")),
+                detail=str(finding.get("detail", "")),
+            )
+        )
+    return out
+
+
+def review_items(writes: list[Write]) -> list[ReviewItem]:
+    """Everything the queue shows per write, batched for the page."""
+    targets = _supersede_targets(writes)
+    similar = _similar_facts(writes, exclude={w.pk: targets.get(w.pk) for w in writes})
+    items = []
+    for write in writes:
+        target = targets.get(write.pk)
+        items.append(
+            ReviewItem(
+                write=write,
+                findings=finding_views(write.findings),
+                supersedes=target,
+                diff=word_diff(target.statement, write.statement) if target is not None else None,
+                similar=similar.get(write.pk, []),
+                summary_diff=summary_diff(write.fact) if has_summary_finding(write) else None,
+            )
+        )
+    return items
+
+
+def _fact_session_id(write: Write) -> int | None:
+    # Slots are keyed within their session; every other kind has no session.
+    return write.session_id if write.kind == "slot" else None
+
+
+def _supersede_targets(writes: list[Write]) -> dict[int, Fact]:
+    """What approving each write would replace (R6).
+
+    The active fact for the same principal and key is what ``decide`` will
+    supersede, so it wins over ``conflicts_with``, which was recorded at
+    arrival and may itself have been replaced since.
+    """
+    keyed = [w for w in writes if w.key]
+    current: dict[tuple[int, int | None, int | None, str], Fact] = {}
+    if keyed:
+        wanted = Q()
+        for w in keyed:
+            wanted |= Q(
+                project_id=w.project_id,
+                principal_id=w.principal_id,
+                session_id=_fact_session_id(w),
+                key=w.key,
+            )
+        for active in Fact.objects.filter(wanted, status="active"):
+            assert active.key is not None
+            current[(active.project_id, active.principal_id, active.session_id, active.key)] = active
+    targets: dict[int, Fact] = {}
+    for w in writes:
+        found = (
+            current.get((w.project_id, w.principal_id, _fact_session_id(w), w.key or "")) if w.key else None
+        )
+        if found is not None and found.pk == w.fact_id:
+            found = None
+        target = found or w.conflicts_with
+        if target is not None:
+            targets[w.pk] = target
+    return targets
+
+
+def _similar_facts(writes: list[Write], *, exclude: dict[int, Fact | None]) -> dict[int, list[SimilarFact]]:
+    """A few active facts about the same principal that read like each write.
+
+    By cosine distance (pgvector) when the write's fact is embedded, otherwise
+    lexically; a write whose embedding search finds nothing also falls back to
+    text, since its neighbours may not be embedded yet.
+    """
+    result: dict[int, list[SimilarFact]] = {}
+    embedded = [w for w in writes if w.fact is not None and w.fact.embedded_at is not None]
+    if embedded:
+        result.update(_similar_by_embedding(embedded, exclude))
+    rest = [w for w in writes if not result.get(w.pk)]
+    if rest:
+        result.update(_similar_by_text(rest, exclude))
+    return result
+
+
+def _similar_by_embedding(
+    writes: list[Write], exclude: dict[int, Fact | None]
+) -> dict[int, list[SimilarFact]]:
+    fact_table = Fact._meta.db_table
+    write_table = Write._meta.db_table
+    # One LATERAL query for the page: each write's nearest active facts of the same principal.
+    # Table names come from model metadata; every value is a query parameter.
+    sql = f"""
+        SELECT w.id, near.id, near.distance
+        FROM {write_table} w
+        JOIN {fact_table} wf ON wf.id = w.fact_id
+        CROSS JOIN LATERAL (
+            SELECT f.id, f.embedding <=> wf.embedding AS distance
+            FROM {fact_table} f
+            WHERE f.project_id = w.project_id
+              AND f.principal_id IS NOT DISTINCT FROM w.principal_id
+              AND f.status = 'active'
+              AND f.embedding IS NOT NULL
+              AND f.id <> wf.id
+            ORDER BY distance
+            LIMIT %s
+        ) near
+        WHERE w.id = ANY(%s) AND wf.embedding IS NOT NULL
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [SIMILAR_LIMIT + 1, [w.pk for w in writes]])
+        rows = cursor.fetchall()
+    facts = Fact.objects.in_bulk({fact_id for _, fact_id, _ in rows})
+    out: dict[int, list[SimilarFact]] = {}
+    for write_id, fact_id, distance in sorted(rows, key=lambda r: (r[0], r[2])):
+        skip = exclude.get(write_id)
+        score = max(0.0, 1.0 - float(distance))
+        if (skip is not None and skip.pk == fact_id) or score < SIMILAR_MIN or fact_id not in facts:
+            continue
+        bucket = out.setdefault(write_id, [])
+        if len(bucket) < SIMILAR_LIMIT:
+            bucket.append(SimilarFact(facts[fact_id], score, "embedding"))
+    return out
+
+
+def _similar_by_text(writes: list[Write], exclude: dict[int, Fact | None]) -> dict[int, list[SimilarFact]]:
+    scopes = Q()
+    for w in writes:
+        scopes |= Q(project_id=w.project_id, principal_id=w.principal_id)
+    pool = (
+        Fact.objects.filter(scopes, status="active")
+        .exclude(statement="")
+        .annotate(
+            nth=Window(
+                RowNumber(),
+                partition_by=[F("project_id"), F("principal_id")],
+                order_by=F("recorded_at").desc(),
+            )
+        )
+        .filter(nth__lte=TEXT_POOL_PER_PRINCIPAL)
+        .defer("embedding")
+    )
+    by_scope: dict[tuple[int, int | None], list[Fact]] = {}
+    for fact in pool:
+        by_scope.setdefault((fact.project_id, fact.principal_id), []).append(fact)
+    out: dict[int, list[SimilarFact]] = {}
+    for w in writes:
+        skip = {w.fact_id, getattr(exclude.get(w.pk), "pk", None)}
+        scored = [
+            SimilarFact(fact, similarity(w.statement, fact.statement), "text")
+            for fact in by_scope.get((w.project_id, w.principal_id), [])
+            if fact.pk not in skip
+        ]
+        best = sorted((s for s in scored if s.score >= SIMILAR_MIN), key=lambda s: (-s.score, -s.fact.pk))
+        if best:
+            out[w.pk] = best[:SIMILAR_LIMIT]
+    return out
+
+
+@dataclass(frozen=True)
+class DecidedInfo:
+    write: Write
+    reviewer: str | None
+    action: str | None
+    reason: str
+    at: datetime | None
+
+    @property
+    def verb(self) -> str:
+        if self.action:
+            return ACTION_WORDS.get(self.action, self.action)
+        return self.write.status.replace("_", " ")
+
+    @property
+    def message(self) -> str:
+        if self.reviewer:
+            return f"Already decided by {self.reviewer}: {self.verb}."
+        return f"Already decided: this write is {self.verb} and no longer waits for review."
+
+
+def decided_info(write_id: int) -> DecidedInfo:
+    """Who decided a write, for the reviewer who lost the race (or came late)."""
+    write = Write.objects.select_related("fact").get(pk=write_id)
+    decision = ReviewDecision.objects.filter(write_id=write_id).select_related("reviewer").first()
+    if decision is None:
+        return DecidedInfo(write=write, reviewer=None, action=None, reason="", at=write.decided_at)
+    return DecidedInfo(
+        write=write,
+        reviewer=decision.reviewer.get_username(),
+        action=decision.action,
+        reason=decision.reason,
+        at=decision.created_at,
+    )

@@ -1,0 +1,249 @@
+"""Policy changes: the draft, publishing it as an immutable version, rolling back.
+
+Each function is the only door to its change (STYLE.md): it locks the agent
+row so two editors cannot publish at once (the version numbers and
+``agent.active_policy`` must move together), and writes its audit entry in
+the same transaction (R15).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from governance.models import Agent, PolicyDraft, PolicyVersion, Project
+from governance.rules.policy import PolicySettings, merge_and_validate
+from governance.rules.policy_changes import FieldChange, diff_settings, validate_source_caps
+from governance.services import audit
+
+
+class PolicyError(Exception):
+    """A policy change that cannot be made; ``field`` names the input to fix, if any."""
+
+    field: str | None = None
+
+
+class InvalidPolicy(PolicyError):
+    def __init__(self, errors: dict[str, list[str]]) -> None:
+        self.errors = errors
+        super().__init__("; ".join(f"{name}: {' '.join(msgs)}" for name, msgs in errors.items()))
+
+
+class ReasonRequired(PolicyError):
+    field = "reason"
+
+    def __init__(self) -> None:
+        super().__init__("Give a reason: it goes into the version list and the audit trail (R15).")
+
+
+class NoDraft(PolicyError):
+    def __init__(self) -> None:
+        super().__init__("There is no draft to publish: save one first.")
+
+
+class StaleDraft(PolicyError):
+    """The active version moved since the draft was saved: publishing it would undo that change."""
+
+
+class NothingToChange(PolicyError):
+    """The result would equal the version already in force."""
+
+
+class UnknownVersion(PolicyError):
+    field = "version"
+
+
+def _locked(agent: Agent) -> Agent:
+    # The agent row is the lock for its policy: versions are numbered and
+    # made active under it, so concurrent publishes and rollbacks serialise.
+    # Nothing is joined into the locking query: after waiting for another
+    # publisher, PostgreSQL re-reads the locked row but would read a joined
+    # version from the old snapshot, missing the one just published. The
+    # active version is loaded afterwards, by a query that sees it.
+    locked = Agent.objects.select_for_update().get(pk=agent.pk)
+    return Agent.objects.select_related("project", "active_policy").get(pk=locked.pk)
+
+
+def _active(agent: Agent) -> PolicyVersion:
+    assert agent.active_policy is not None, "every agent has an active policy version"
+    return agent.active_policy
+
+
+def _changes_data(changes: list[FieldChange]) -> dict[str, dict[str, Any]]:
+    return {c.name: {"from": c.before, "to": c.after} for c in changes}
+
+
+@transaction.atomic
+def save_draft(agent: Agent, changes: Mapping[str, Any], *, user: Any = None) -> PolicyDraft:
+    """Replace the agent's draft with the active version plus ``changes`` (any subset of fields).
+
+    Invalid input raises ``InvalidPolicy`` with per-field messages and saves nothing.
+    """
+    agent = _locked(agent)
+    active = _active(agent)
+    settings, errors = merge_and_validate(active.policy, changes)
+    if settings is None:
+        raise InvalidPolicy(errors)
+    draft, _ = PolicyDraft.objects.update_or_create(
+        agent=agent,
+        defaults={
+            "settings": settings.to_dict(),
+            "based_on": active,
+            "updated_by": user if getattr(user, "pk", None) else None,
+            "updated_at": timezone.now(),
+        },
+    )
+    audit.record(
+        agent.project,
+        "policy.draft_saved",
+        agent,
+        data={
+            "agent": agent.slug,
+            "based_on": active.version,
+            "changes": _changes_data(diff_settings(active.policy, settings)),
+        },
+        actor_user=user,
+    )
+    return draft
+
+
+@transaction.atomic
+def discard_draft(agent: Agent, *, user: Any = None) -> bool:
+    """Drop the draft; False when there was none."""
+    agent = _locked(agent)
+    deleted, _ = PolicyDraft.objects.filter(agent=agent).delete()
+    if deleted:
+        audit.record(
+            agent.project, "policy.draft_discarded", agent, data={"agent": agent.slug}, actor_user=user
+        )
+    return bool(deleted)
+
+
+def _next_version(
+    agent: Agent, settings: dict[str, Any], reason: str, user: Any, *, rolled_back_from: PolicyVersion | None
+) -> PolicyVersion:
+    # Under the agent lock, so max + 1 is not raced; the unique constraint is the backstop.
+    latest = PolicyVersion.objects.filter(agent=agent).aggregate(m=Max("version"))["m"] or 0
+    version = PolicyVersion.objects.create(
+        agent=agent,
+        version=latest + 1,
+        settings=settings,
+        reason=reason,
+        created_by=user if getattr(user, "pk", None) else None,
+        rolled_back_from=rolled_back_from,
+    )
+    agent.active_policy = version
+    agent.save(update_fields=["active_policy"])
+    return version
+
+
+@transaction.atomic
+def publish_draft(agent: Agent, reason: str, *, user: Any = None) -> PolicyVersion:
+    """The draft becomes a new immutable version and the agent's active policy.
+
+    The next retrieval reports the new version; retrievals already made keep
+    the version they used (their events point at it, R14).
+    """
+    reason = (reason or "").strip()
+    if not reason:
+        raise ReasonRequired()
+    agent = _locked(agent)
+    active = _active(agent)
+    draft = PolicyDraft.objects.filter(agent=agent).first()
+    if draft is None:
+        raise NoDraft()
+    if draft.based_on_id != active.pk:
+        based = draft.based_on.version if draft.based_on else "none"
+        raise StaleDraft(
+            f"The draft was made from version {based}, but version {active.version} is now active: "
+            "save the draft again to build on the active version."
+        )
+    # Stored drafts were validated when saved; re-validating guards against a
+    # draft saved under older rules reaching retrieval.
+    settings, errors = merge_and_validate(PolicySettings(), draft.settings)
+    if settings is None:
+        raise InvalidPolicy(errors)
+    changes = diff_settings(active.policy, settings)
+    if not changes:
+        raise NothingToChange(f"The draft equals version {active.version}, which is already active.")
+    version = _next_version(agent, settings.to_dict(), reason, user, rolled_back_from=None)
+    draft.delete()
+    audit.record(
+        agent.project,
+        "policy.published",
+        version,
+        reason=reason,
+        data={
+            "agent": agent.slug,
+            "version": version.version,
+            "previous": active.version,
+            "changes": _changes_data(changes),
+        },
+        actor_user=user,
+    )
+    return version
+
+
+@transaction.atomic
+def rollback(agent: Agent, to_version: int, reason: str, *, user: Any = None) -> PolicyVersion:
+    """A new version equal to ``to_version``: history only grows, so a rollback is a publish."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise ReasonRequired()
+    agent = _locked(agent)
+    active = _active(agent)
+    target = PolicyVersion.objects.filter(agent=agent, version=to_version).first()
+    if target is None:
+        raise UnknownVersion(f"Version {to_version} does not exist for this agent.")
+    changes = diff_settings(active.policy, target.policy)
+    if not changes:
+        raise NothingToChange(
+            f"Version {to_version} equals version {active.version}, which is already active."
+        )
+    version = _next_version(agent, dict(target.settings), reason, user, rolled_back_from=target)
+    audit.record(
+        agent.project,
+        "policy.rolled_back",
+        version,
+        reason=reason,
+        data={
+            "agent": agent.slug,
+            "version": version.version,
+            "previous": active.version,
+            "rolled_back_to": target.version,
+            "changes": _changes_data(changes),
+        },
+        actor_user=user,
+    )
+    return version
+
+
+@transaction.atomic
+def set_source_caps(project: Project, caps: Mapping[str, Any], reason: str, *, user: Any = None) -> Project:
+    """The project's maximum authority per source type (R4); future writes are capped by it."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise ReasonRequired()
+    stored, errors = validate_source_caps(caps)
+    if errors:
+        raise InvalidPolicy(errors)
+    # Locked so two editors' changes apply one after the other, each audited against what it replaced.
+    project = Project.objects.select_for_update().get(pk=project.pk)
+    previous = dict(project.source_caps or {})
+    if previous == stored:
+        raise NothingToChange("These caps are already in force.")
+    project.source_caps = stored
+    project.save(update_fields=["source_caps"])
+    audit.record(
+        project,
+        "project.source_caps_changed",
+        project,
+        reason=reason,
+        data={"from": previous, "to": stored},
+        actor_user=user,
+    )
+    return project

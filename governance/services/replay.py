@@ -1,0 +1,519 @@
+"""What-if replay: an agent's last N retrievals re-decided under its draft policy (issue 5).
+
+``start_replay`` stores the draft with a new Job and enqueues ``run_replay``;
+the task calls ``run``, which walks the events oldest first in chunks and
+writes progress to the Job row as it goes, so the console's progress bar and
+``GET /api/v1/admin/jobs/{id}`` see it move. A person may cancel: the run
+checks ``Job.cancel_requested`` whenever it writes progress.
+
+What each event is re-decided against (the design's "facts as they stood"):
+
+- the event's own recorded candidates, each rebuilt from the fact's history
+  row current at the event's time (status, validity, verification,
+  authority, statement), never today's row; a fact not recorded yet is left
+  out (``not_recorded``); a withdrawn fact's statement is erased everywhere
+  (R8), so a placeholder stands in and the event is marked approximate;
+- the event's session mode, identity assertion and resume hint as recorded
+  (R9, R13; the hint is read back from the recorded context), with ``now``
+  the event's time;
+- relevance as recorded in the candidate's scores (the query is not
+  embedded again);
+- a later round that reused its session-start block (R12) gets the block the
+  draft would have made at that session's first round, replayed too (even
+  when that round is older than the window), so budgets and duplicate checks
+  see what the draft would have cached; the block's items count as injected
+  by every round that returned it.
+
+What a replay does not preview: the session mode is the one recorded, so a
+change of ``session_resume_days`` or ``session_confirm_days`` shows no
+effect; and facts the original retrieval never fetched (per-round kinds
+beyond its nearest-neighbour limit, kinds the draft newly makes session-start
+memory) are not added.
+
+The retrieval event's ``created_at`` and the history rows' ``pgh_created_at``
+(the writing transaction's start) order what was known when; a write whose
+transaction started before a retrieval but committed after it would count as
+known, a race too narrow to matter for a preview.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from bisect import bisect_left
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import partial
+from typing import Any
+from uuid import UUID
+
+from django.db import InterfaceError, OperationalError, transaction
+from django.utils import timezone
+
+from governance.models import Agent, Fact, Job, PolicyDraft, RetrievalCandidate, RetrievalEvent
+from governance.models.jobs import JobStatus
+from governance.rules import replay as rules
+from governance.rules import retrieval
+from governance.rules.policy import PolicySettings
+from governance.services import audit
+
+logger = logging.getLogger(__name__)
+
+JOB_KIND = "policy_replay"
+MAX_EVENTS = 10_000
+CHUNK_SIZE = 200
+# Progress is written every few events or every half second, whichever
+# comes first: often enough for a live bar, rarely enough not to matter.
+PROGRESS_EVERY = 20
+PROGRESS_SECONDS = 0.5
+
+_EVENT_FIELDS = (
+    "id",
+    "created_at",
+    "mode",
+    "round",
+    "query",
+    "identity_verified",
+    "context",
+    "tokens_used",
+    "static_block_cached",
+    "session_id",
+    "principal",
+)
+_SNAPSHOT_FIELDS = (
+    "kind",
+    "key",
+    "statement",
+    "status",
+    "principal_id",
+    "source_type",
+    "source_ref",
+    "authority",
+    "confidence",
+    "valid_from",
+    "valid_to",
+    "last_verified_at",
+    "recorded_at",
+)
+
+
+class ReplayError(Exception):
+    field: str | None = None
+
+
+class InvalidEventCount(ReplayError):
+    field = "events"
+
+    def __init__(self) -> None:
+        super().__init__(f"Replay between 1 and {MAX_EVENTS:,} events.")
+
+
+class DraftRequired(ReplayError):
+    def __init__(self) -> None:
+        super().__init__("A replay previews the draft: save a draft first.")
+
+
+@transaction.atomic
+def start_replay(agent: Agent, events: int, *, user: Any = None) -> Job:
+    """A queued job that replays the agent's last ``events`` retrievals under the current draft.
+
+    The draft is copied into the job: editing it later does not change what
+    this replay reports.
+    """
+    if isinstance(events, bool) or not isinstance(events, int) or not 1 <= events <= MAX_EVENTS:
+        raise InvalidEventCount()
+    agent = Agent.objects.select_related("project", "active_policy").get(pk=agent.pk)
+    draft = PolicyDraft.objects.filter(agent=agent).first()
+    if draft is None:
+        raise DraftRequired()
+    assert agent.active_policy is not None, "every agent has an active policy version"
+    job = Job.objects.create(
+        kind=JOB_KIND,
+        project=agent.project,
+        agent=agent,
+        created_by=user if getattr(user, "pk", None) else None,
+        params={"events": events, "draft": draft.settings, "active_version": agent.active_policy.version},
+    )
+    audit.record(
+        agent.project,
+        "policy.replay_started",
+        job,
+        data={"agent": agent.slug, "events": events, "active_version": agent.active_policy.version},
+        actor_user=user,
+    )
+    # After commit: a worker must find the job row when the task arrives.
+    transaction.on_commit(partial(_enqueue, job.pk))
+    return job
+
+
+def _enqueue(job_id: UUID) -> None:
+    # governance.tasks imports this module; importing it here avoids the cycle.
+    from governance.tasks import run_replay
+
+    run_replay.delay(str(job_id))
+
+
+@transaction.atomic
+def request_cancel(job: Job, *, user: Any = None) -> Job:
+    """Stop a replay: a queued one at once, a running one at its next progress write."""
+    job = Job.objects.select_for_update().get(pk=job.pk)
+    if job.is_finished:
+        return job
+    if job.status == JobStatus.QUEUED:
+        job.status = JobStatus.CANCELLED
+        job.finished_at = timezone.now()
+    job.cancel_requested = True
+    job.save(update_fields=["status", "finished_at", "cancel_requested"])
+    audit.record(job.project, "policy.replay_cancelled", job, data={"status": job.status}, actor_user=user)
+    return job
+
+
+def run(job_id: str | UUID) -> bool:
+    """Run a replay job to the end (or until cancelled); False when there was nothing to do.
+
+    Outside any transaction on purpose: each progress write commits at once,
+    so people polling the job see it move.
+    """
+    job = Job.objects.filter(pk=job_id, kind=JOB_KIND).select_related("agent").first()
+    if job is None or job.is_finished or job.agent is None:
+        return False
+    # Claimed only if nobody cancelled it meanwhile; a redelivered task (worker
+    # lost, acks_late) finds it running and starts it over.
+    claimed = Job.objects.filter(
+        pk=job.pk, status__in=[JobStatus.QUEUED, JobStatus.RUNNING], cancel_requested=False
+    ).update(status=JobStatus.RUNNING, started_at=timezone.now(), progress_done=0, progress_total=0, error="")
+    if not claimed:
+        # Cancelled before this delivery started: make sure it does not stay "running".
+        Job.objects.filter(
+            pk=job.pk, status__in=[JobStatus.QUEUED, JobStatus.RUNNING], cancel_requested=True
+        ).update(status=JobStatus.CANCELLED, finished_at=timezone.now())
+        return False
+    try:
+        result, cancelled = _replay(job)
+    except (OperationalError, InterfaceError):
+        raise  # the database went away: the task retries with backoff
+    except Exception as exc:
+        logger.exception("replay job %s failed", job.pk)
+        Job.objects.filter(pk=job.pk).update(
+            status=JobStatus.FAILED, error=f"{type(exc).__name__}: {exc}", finished_at=timezone.now()
+        )
+        return False
+    _finish(job.pk, JobStatus.CANCELLED if cancelled else JobStatus.SUCCEEDED, result)
+    return True
+
+
+def _finish(job_id: UUID, status: str, result: dict[str, Any] | None) -> None:
+    fields: dict[str, Any] = {"status": status, "finished_at": timezone.now()}
+    if result is not None:
+        fields["result"] = result
+        fields["progress_done"] = result["events"]
+    Job.objects.filter(pk=job_id).update(**fields)
+
+
+@dataclass
+class _Progress:
+    job_id: UUID
+    done: int = 0
+    written: int = 0
+    written_at: float = field(default_factory=time.monotonic)
+
+    def step(self) -> bool:
+        """Count one event; True when a person asked to cancel."""
+        self.done += 1
+        if (
+            self.done - self.written < PROGRESS_EVERY
+            and time.monotonic() - self.written_at < PROGRESS_SECONDS
+        ):
+            return False
+        Job.objects.filter(pk=self.job_id).update(progress_done=self.done)
+        self.written, self.written_at = self.done, time.monotonic()
+        return bool(Job.objects.filter(pk=self.job_id).values_list("cancel_requested", flat=True).first())
+
+
+def _replay(job: Job) -> tuple[dict[str, Any], bool]:
+    assert job.agent is not None, "run() only replays jobs of an agent"
+    draft = PolicySettings.from_dict(job.params["draft"])
+    count = int(job.params["events"])
+    window = list(
+        RetrievalEvent.objects.filter(agent=job.agent)
+        .order_by("-created_at", "-id")
+        .values_list("id", flat=True)[:count]
+    )
+    # Oldest first: a session's first round is replayed before the rounds that reuse its block (R12).
+    window.reverse()
+    Job.objects.filter(pk=job.pk).update(progress_total=len(window))
+
+    origins = _origins(window)
+    replayer = _Replayer(draft, origins)
+    # First rounds older than the window still shape the window's later rounds.
+    earlier = sorted({origin for origin in origins.values() if origin is not None} - set(window))
+    for chunk in _chunks(earlier):
+        for _ in replayer.run(chunk):
+            pass
+
+    tally = rules.ReplayTally()
+    progress = _Progress(job.pk)
+    for chunk in _chunks(window):
+        for comparison, info in replayer.run(chunk):
+            tally.add(comparison, info)
+            if progress.step():
+                return {**tally.result(), "cancelled": True, "requested_events": count}, True
+    return {**tally.result(), "cancelled": False, "requested_events": count}, False
+
+
+def _chunks(ids: Sequence[int]) -> Iterator[Sequence[int]]:
+    for start in range(0, len(ids), CHUNK_SIZE):
+        yield ids[start : start + CHUNK_SIZE]
+
+
+def _origins(window: Sequence[int]) -> dict[int, int | None]:
+    """For each event that reused a session-start block, the event that computed that block.
+
+    It is the session's latest earlier event that did not reuse one: that is
+    when ``retrieve`` stored the block the later round returned (R12).
+    """
+    cached = list(
+        RetrievalEvent.objects.filter(pk__in=window, static_block_cached=True).values_list(
+            "id", "session_id", "created_at"
+        )
+    )
+    if not cached:
+        return {}
+    sessions = {session_id for _, session_id, _ in cached if session_id is not None}
+    starts: dict[int, list[tuple[datetime, int]]] = defaultdict(list)
+    rows = (
+        RetrievalEvent.objects.filter(session_id__in=sessions, static_block_cached=False)
+        .order_by("session_id", "created_at", "id")
+        .values_list("session_id", "created_at", "id")
+    )
+    for session_id, created_at, event_id in rows:
+        starts[session_id].append((created_at, event_id))
+    origins: dict[int, int | None] = {}
+    for event_id, session_id, created_at in cached:
+        keys = starts.get(session_id, []) if session_id is not None else []
+        index = bisect_left(keys, (created_at, event_id))
+        origins[event_id] = keys[index - 1][1] if index else None
+    return origins
+
+
+@dataclass(frozen=True)
+class _Recorded:
+    """One candidate as its event recorded it."""
+
+    fact_id: int
+    decision: str
+    reason: str | None
+    relevance: float
+    per_round: bool
+
+    @property
+    def outcome(self) -> rules.Outcome:
+        return rules.Outcome(self.fact_id, self.decision, self.reason)
+
+
+@dataclass(frozen=True)
+class _StaticResult:
+    """A session-start block, as recorded and as the draft would have made it (R12).
+
+    Later rounds re-inject it: ``before`` and ``after`` are its static
+    decisions on each side, and ``block`` and ``fact_ids`` what the draft
+    would have cached.
+    """
+
+    block: str
+    fact_ids: tuple[int, ...]
+    before: tuple[rules.Outcome, ...]
+    after: tuple[rules.Outcome, ...]
+    kinds: dict[int, str]
+
+
+class _Replayer:
+    def __init__(self, draft: PolicySettings, origins: dict[int, int | None]) -> None:
+        self.draft = draft
+        self.origins = origins
+        self.needed = {origin for origin in origins.values() if origin is not None}
+        self.static: dict[int, _StaticResult] = {}
+
+    def run(self, chunk: Sequence[int]) -> Iterator[tuple[rules.EventComparison, dict[str, Any]]]:
+        """Replay one chunk of events, oldest first, yielding each comparison as it is made."""
+        events = sorted(
+            RetrievalEvent.objects.filter(pk__in=chunk)
+            .select_related("principal")
+            .only(*_EVENT_FIELDS, "principal__external_id"),
+            key=lambda e: (e.created_at, e.pk),
+        )
+        if not events:
+            return
+        recorded: dict[int, list[_Recorded]] = defaultdict(list)
+        rows = (
+            RetrievalCandidate.objects.filter(event_id__in=chunk)
+            .order_by("event_id", "id")
+            .values_list("event_id", "fact_id", "decision", "reason", "scores", "per_round")
+        )
+        fact_ids: set[int] = set()
+        for event_id, fact_id, decision, reason, scores, per_round in rows:
+            relevance = float((scores or {}).get("relevance", 0.0))
+            recorded[event_id].append(_Recorded(fact_id, decision, reason, relevance, per_round))
+            fact_ids.add(fact_id)
+        for event in events:
+            origin = self.origins.get(event.pk)
+            if origin in self.static:
+                fact_ids.update(self.static[origin].fact_ids)
+        history, untracked = _history(fact_ids, until=events[-1].created_at)
+        for event in events:
+            yield self._event(event, recorded.get(event.pk, []), history, untracked)
+
+    def _event(
+        self,
+        event: RetrievalEvent,
+        recorded: list[_Recorded],
+        history: dict[int, list[rules.FactSnapshot]],
+        untracked: set[int],
+    ) -> tuple[rules.EventComparison, dict[str, Any]]:
+        at = event.created_at
+        draft = self.draft
+        candidates: list[retrieval.Candidate] = []
+        kinds: dict[int, str] = {}
+        extra: list[rules.Outcome] = []
+        approximate = False
+        for row in recorded:
+            snapshot = rules.snapshot_at(history.get(row.fact_id, ()), at)
+            if snapshot is None:
+                extra.append(rules.Outcome(row.fact_id, "excluded", rules.NOT_RECORDED))
+                continue
+            kinds[row.fact_id] = snapshot.kind
+            approximate = approximate or not snapshot.statement or row.fact_id in untracked
+            # Without a query no relevance was computed; the recorded 0.0 stands for "none".
+            candidates.append(rules.to_candidate(snapshot, row.relevance if event.query else None))
+
+        inherited: _StaticResult | None = None
+        if event.static_block_cached:
+            inherited = self.static.get(self.origins.get(event.pk) or 0)
+            if inherited is None:
+                # No first round to replay (it predates the data): keep the recorded block.
+                block, static_facts = rules.static_block_of(event.context), []
+                approximate = True
+            else:
+                block = inherited.block
+                kinds = {**inherited.kinds, **kinds}
+                snapshots = (rules.snapshot_at(history.get(fid, ()), at) for fid in inherited.fact_ids)
+                static_facts = [rules.to_candidate(s, None) for s in snapshots if s is not None]
+            per_round = [c for c in candidates if retrieval.is_per_round(c.kind, draft)]
+            extra.extend(
+                rules.Outcome(c.fact_id, "excluded", rules.NOT_PER_ROUND)
+                for c in candidates
+                if not retrieval.is_per_round(c.kind, draft)
+            )
+            plan = retrieval.plan_retrieval(
+                per_round,
+                draft,
+                now=at,
+                mode=event.mode,
+                identity_verified=event.identity_verified,
+                resume_hint=None,
+                cached_static_block=block,
+                cached_static_facts=static_facts,
+            )
+        else:
+            # Nothing was injected, so the resume hint cannot be read back (R9, R10).
+            approximate = approximate or (event.mode == "resume" and not event.context)
+            plan = retrieval.plan_retrieval(
+                candidates,
+                draft,
+                now=at,
+                mode=event.mode,
+                identity_verified=event.identity_verified,
+                resume_hint=rules.resume_hint_of(event.context) if event.mode == "resume" else None,
+                cached_static_block=None,
+            )
+            if event.pk in self.needed:
+                self.static[event.pk] = _StaticResult(
+                    block=plan.static_block,
+                    fact_ids=tuple(item.fact_id for item in plan.selected if not item.per_round),
+                    before=tuple(row.outcome for row in recorded if not row.per_round),
+                    after=tuple(
+                        rules.Outcome(d.fact_id, d.decision, d.reason)
+                        for d in plan.decisions
+                        if not d.per_round
+                    ),
+                    kinds=dict(kinds),
+                )
+
+        after = [rules.Outcome(d.fact_id, d.decision, d.reason) for d in plan.decisions] + extra
+        comparison = rules.compare_event(
+            event.pk,
+            [row.outcome for row in recorded],
+            after,
+            kinds,
+            tokens_before=event.tokens_used,
+            tokens_after=plan.tokens_used,
+            inherited_before=inherited.before if inherited else (),
+            inherited_after=inherited.after if inherited else (),
+            approximate=approximate,
+        )
+        info = {
+            "created_at": at.isoformat(),
+            "principal": event.principal.external_id if event.principal else None,
+            "mode": event.mode,
+            "round": event.round,
+        }
+        return comparison, info
+
+
+def _history(
+    fact_ids: Iterable[int], *, until: datetime
+) -> tuple[dict[int, list[rules.FactSnapshot]], set[int]]:
+    """Each fact's history rows up to ``until``, oldest first, as snapshots.
+
+    Also returns the facts that had no history row at all: they predate
+    history tracking, so their current row, stamped with when it was
+    recorded, is the best there is, and events using them are approximate.
+    """
+    ids = sorted(set(fact_ids))
+    event_model: Any = Fact.pgh_event_model  # type: ignore[attr-defined]  # added by pghistory.track at runtime
+    rows = (
+        event_model.objects.filter(pgh_obj_id__in=ids, pgh_created_at__lte=until)
+        .order_by("pgh_obj_id", "pgh_created_at", "pgh_id")
+        .values_list("pgh_obj_id", "pgh_created_at", *_SNAPSHOT_FIELDS)
+    )
+    history: dict[int, list[rules.FactSnapshot]] = defaultdict(list)
+    for fact_id, at, *values in rows:
+        history[fact_id].append(_snapshot(fact_id, at, values))
+    missing = [fid for fid in ids if fid not in history]
+    untracked: set[int] = set()
+    if missing:
+        # Only facts that never got a row: a fact whose rows all come after
+        # ``until`` is simply not recorded yet, and must stay absent.
+        tracked = set(
+            event_model.objects.filter(pgh_obj_id__in=missing).values_list("pgh_obj_id", flat=True).distinct()
+        )
+        current = Fact.objects.filter(pk__in=[fid for fid in missing if fid not in tracked]).values_list(
+            "id", "recorded_at", *_SNAPSHOT_FIELDS
+        )
+        for fact_id, recorded_at, *values in current:
+            history[fact_id].append(_snapshot(fact_id, recorded_at, values))
+            untracked.add(fact_id)
+    return history, untracked
+
+
+def _snapshot(fact_id: int, at: datetime, values: list[Any]) -> rules.FactSnapshot:
+    data = dict(zip(_SNAPSHOT_FIELDS, values, strict=True))
+    return rules.FactSnapshot(
+        at=at,
+        fact_id=fact_id,
+        kind=data["kind"],
+        key=data["key"],
+        statement=data["statement"],
+        status=data["status"],
+        is_project_fact=data["principal_id"] is None,
+        source_type=data["source_type"],
+        source_ref=data["source_ref"],
+        authority=data["authority"],
+        confidence=data["confidence"],
+        valid_from=data["valid_from"],
+        valid_to=data["valid_to"],
+        last_verified_at=data["last_verified_at"],
+        recorded_at=data["recorded_at"],
+    )

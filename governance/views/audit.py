@@ -1,0 +1,180 @@
+"""The auditors' console: the history browser, a fact's full timeline, and the streamed export.
+
+Read-only for every role: these views answer GET only (``console_view``
+refuses other methods to anyone without write roles, and none are given).
+Reads go through ``governance.selectors.audit``; audit data holds digests,
+never erasable content. Actor labels, reasons and principal ids can come from
+agents, so templates render them escaped inside ``hx-disable`` containers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, StreamingHttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.cache import patch_vary_headers
+from django.views.decorators.http import require_GET
+from django_htmx.middleware import HtmxDetails
+
+from governance import access
+from governance.exports import export_response
+from governance.models import Fact
+from governance.rules.export import FORMATS
+from governance.selectors import audit as selectors
+from governance.views.base import console_view, get_scoped
+
+PAGE_SIZE = 50
+_LOCAL_DATETIME = "%Y-%m-%dT%H:%M"
+
+
+def _datetime_field(label: str) -> forms.DateTimeField:
+    return forms.DateTimeField(
+        label=label,
+        required=False,
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format=_LOCAL_DATETIME),
+    )
+
+
+class HistoryFilterForm(forms.Form):
+    actor = forms.CharField(
+        required=False, max_length=200, help_text="user:<name>, agent:<slug> or system:…", label="Actor"
+    )
+    action = forms.CharField(
+        required=False,
+        max_length=64,
+        label="Action",
+        widget=forms.TextInput(attrs={"list": "audit-actions"}),
+        help_text="An action (fact.withdrawn), a family (fact) or retrieval.",
+    )
+    since = _datetime_field("Since")
+    until = _datetime_field("Until")
+    principal = forms.CharField(required=False, max_length=200, label="Principal (external id)")
+    fact = forms.IntegerField(required=False, min_value=1, label="Fact id")
+    project = forms.ChoiceField(required=False, label="Project")
+    cursor = forms.CharField(required=False, widget=forms.HiddenInput)
+
+    def __init__(self, *args: Any, projects: list[str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["project"].choices = [("", "all"), *((slug, slug) for slug in projects)]  # type: ignore[attr-defined]
+
+    def clean_cursor(self) -> selectors.Cursor | None:
+        value = self.cleaned_data.get("cursor")
+        if not value:
+            return None
+        try:
+            return selectors.decode_cursor(value)
+        except selectors.InvalidCursor as exc:
+            raise ValidationError(
+                "This page link is not valid; start again from the newest entries."
+            ) from exc
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        since, until = data.get("since"), data.get("until")
+        if since and until and since >= until:
+            self.add_error("until", "The period must end after it starts.")
+        return data
+
+    def filters(self) -> selectors.HistoryFilters:
+        data = self.cleaned_data
+        return selectors.HistoryFilters(
+            actor=data["actor"].strip() or None,
+            action=data["action"].strip() or None,
+            since=data["since"],
+            until=data["until"],
+            principal=data["principal"].strip() or None,
+            fact=data["fact"],
+            project=data["project"] or None,
+        )
+
+
+class HtmxHttpRequest(HttpRequest):
+    """What django-htmx's middleware adds, for the type checker."""
+
+    htmx: HtmxDetails
+
+
+def _with_query(url: str, params: dict[str, Any]) -> str:
+    query = urlencode({k: v for k, v in params.items() if v not in (None, "")})
+    return f"{url}?{query}" if query else url
+
+
+def _form(request: HtmxHttpRequest) -> HistoryFilterForm:
+    slugs = list(access.projects_of(request.user).order_by("slug").values_list("slug", flat=True))
+    return HistoryFilterForm(request.GET, projects=slugs)
+
+
+@console_view()
+@require_GET
+def history(request: HtmxHttpRequest) -> HttpResponse:
+    form = _form(request)
+    page = selectors.HistoryPage([], None)
+    if form.is_valid():
+        page = selectors.history_page(
+            access.projects_of(request.user),
+            form.filters(),
+            after=form.cleaned_data["cursor"],
+            limit=PAGE_SIZE,
+        )
+    base = reverse("audit:history")
+    # Pager and export links keep the filters as sent; a new filter submission carries no cursor.
+    params = {k: v for k, v in request.GET.items() if k != "cursor"}
+    context = {
+        "form": form,
+        "items": page.items,
+        "known_actions": (*selectors.ACTION_FAMILIES, *selectors.KNOWN_ACTIONS),
+        "several_projects": len({item.project for item in page.items}) > 1,
+        "older_url": _with_query(base, {**params, "cursor": page.next_cursor}) if page.next_cursor else None,
+        "newest_url": _with_query(base, params) if request.GET.get("cursor") else None,
+        "export_csv_url": _with_query(reverse("audit:export"), {**params, "format": "csv"}),
+        "export_jsonl_url": _with_query(reverse("audit:export"), {**params, "format": "jsonl"}),
+    }
+    template = "governance/audit/history.html"
+    # A history restore wants the whole page; every other htmx request only the results.
+    if request.htmx and not request.htmx.history_restore_request:
+        template += "#history_results"
+    response = render(request, template, context)
+    patch_vary_headers(response, ("HX-Request",))
+    return response
+
+
+@console_view()
+@require_GET
+def fact_timeline(request: HtmxHttpRequest, fact_id: int) -> HttpResponse:
+    fact = get_scoped(
+        request, Fact.objects.defer("embedding").select_related("project", "principal"), pk=fact_id
+    )
+    timeline = selectors.fact_timeline(fact)
+    return render(
+        request,
+        "governance/audit/fact_timeline.html",
+        {
+            "fact": fact,
+            "timeline": timeline,
+            "history_url": _with_query(reverse("audit:history"), {"fact": fact.pk}),
+            "export_url": _with_query(reverse("audit:export"), {"fact": fact.pk, "format": "csv"}),
+        },
+    )
+
+
+# console_view's view type names HttpResponse; Django serves a streamed response all the same.
+@console_view()  # type: ignore[arg-type]
+@require_GET
+def export(request: HtmxHttpRequest) -> HttpResponse | StreamingHttpResponse:
+    fmt = request.GET.get("format", "csv")
+    if fmt not in FORMATS:
+        return HttpResponseBadRequest(
+            f"format must be one of: {', '.join(FORMATS)}.", content_type="text/plain"
+        )
+    form = _form(request)
+    if not form.is_valid():
+        return HttpResponseBadRequest(
+            "Invalid filters: " + "; ".join(f"{k}: {v[0]}" for k, v in form.errors.items()),
+            content_type="text/plain",
+        )
+    return export_response(access.projects_of(request.user), form.filters(), fmt)

@@ -1,0 +1,100 @@
+"""Geometry for the console's inline SVG bar charts (no chart library, no CDN).
+
+Plain numbers in, rectangles out; the template draws them. Labels are fixed
+vocabulary (reasons, token ranges) and are auto-escaped by the template anyway.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+SERIES_CLASSES = ("before", "after")
+
+
+@dataclass(frozen=True)
+class Bar:
+    series: str
+    x: float
+    y: float
+    width: float
+    height: float
+    value: int
+
+
+@dataclass(frozen=True)
+class Group:
+    label: str
+    label_x: float
+    bars: tuple[Bar, ...]
+
+
+@dataclass(frozen=True)
+class Tick:
+    value: int
+    y: float
+
+
+@dataclass(frozen=True)
+class BarChart:
+    title: str
+    width: int
+    height: int
+    plot_left: int
+    plot_bottom: float
+    groups: tuple[Group, ...]
+    ticks: tuple[Tick, ...]
+    series: tuple[str, ...]
+
+    @property
+    def empty(self) -> bool:
+        return not any(bar.value for group in self.groups for bar in group.bars)
+
+
+def grouped_bars(
+    title: str,
+    categories: Sequence[str],
+    series: Mapping[str, Sequence[int]],
+    *,
+    width: int = 720,
+    height: int = 240,
+) -> BarChart:
+    """One group per category, one bar per series, on a shared scale from zero."""
+    left, top, bottom = 44, 12, 40
+    plot_height = height - top - bottom
+    names = tuple(series)
+    # The scale tops out at a multiple of four, so the four gridlines sit on whole numbers.
+    step = math.ceil(max([1, *(v for values in series.values() for v in values)]) / 4)
+    peak = step * 4
+    slot = (width - left - 8) / max(1, len(categories))
+    bar_width = max(2.0, slot * 0.8 / max(1, len(names)))
+    groups = []
+    for index, label in enumerate(categories):
+        start = left + index * slot + slot * 0.1
+        bars = []
+        for position, name in enumerate(names):
+            value = int(series[name][index])
+            bar_height = plot_height * value / peak
+            bars.append(
+                Bar(
+                    series=name,
+                    x=round(start + position * bar_width, 1),
+                    y=round(top + plot_height - bar_height, 1),
+                    width=round(bar_width - 1, 1),
+                    height=round(bar_height, 1),
+                    value=value,
+                )
+            )
+        groups.append(Group(label=label, label_x=round(left + index * slot + slot / 2, 1), bars=tuple(bars)))
+    ticks = tuple(Tick(value=step * i, y=round(top + plot_height - plot_height * i / 4, 1)) for i in range(5))
+    return BarChart(
+        title=title,
+        width=width,
+        height=height,
+        plot_left=left,
+        plot_bottom=top + plot_height,
+        groups=tuple(groups),
+        ticks=ticks,
+        series=names,
+    )

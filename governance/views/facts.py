@@ -1,0 +1,138 @@
+"""The console's fact page: provenance, timelines, history, and a reviewer's actions on one fact."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from governance import access
+from governance.models import Fact
+from governance.selectors import facts as fact_selectors
+from governance.services import facts as fact_service
+from governance.views.base import console_view, get_scoped
+
+TEMPLATE = "governance/facts/detail.html"
+REASON_REQUIRED = "Give a reason: it goes into the audit trail (R15)."
+
+
+class ReasonForm(forms.Form):
+    reason = forms.CharField(max_length=2000, strip=True, error_messages={"required": REASON_REQUIRED})
+
+
+class WithdrawForm(ReasonForm):
+    pass
+
+
+class VerifyForm(ReasonForm):
+    pass
+
+
+class AuthorityForm(ReasonForm):
+    authority = forms.TypedChoiceField(choices=[(n, str(n)) for n in range(1, 6)], coerce=int)
+
+
+FORMS: dict[str, type[ReasonForm]] = {
+    "withdraw": WithdrawForm,
+    "verify": VerifyForm,
+    "authority": AuthorityForm,
+}
+
+
+def _is_htmx(request: HttpRequest) -> bool:
+    return bool(getattr(request, "htmx", False))
+
+
+def _facts(request: HttpRequest, fact_id: int) -> Fact:
+    # Scoped lookup: another project's fact id answers 404, not 403 (R1).
+    return get_scoped(
+        request,
+        Fact.objects.select_related(
+            "project", "principal", "agent", "session", "derived_from_retrieval"
+        ).defer("embedding"),
+        pk=fact_id,
+    )
+
+
+def _render(
+    request: HttpRequest,
+    fact: Fact,
+    *,
+    bound: dict[str, ReasonForm] | None = None,
+    notice: str = "",
+    error: str = "",
+    status: int = 200,
+) -> HttpResponse:
+    forms_by_name: dict[str, Any] = {name: form_class() for name, form_class in FORMS.items()}
+    forms_by_name.update(bound or {})
+    forms_by_name["authority"].initial.setdefault("authority", fact.authority)
+    context = {
+        "page": fact_selectors.fact_page(fact),
+        "fact": fact,
+        "forms": forms_by_name,
+        "can_act": access.has_any_role(request.user, access.REVIEW_ROLES),
+        "notice": notice,
+        "error": error,
+    }
+    # htmx swaps only the panel that holds the page's state; the page around it is unchanged.
+    template = f"{TEMPLATE}#fact" if _is_htmx(request) else TEMPLATE
+    return render(request, template, context, status=status)
+
+
+@console_view(write_roles=access.REVIEW_ROLES)
+def detail(request: HttpRequest, fact_id: int) -> HttpResponse:
+    return _render(request, _facts(request, fact_id))
+
+
+def _act(request: HttpRequest, fact_id: int, name: str) -> HttpResponse:
+    fact = _facts(request, fact_id)
+    form = FORMS[name](request.POST)
+    if form.is_valid():
+        reason = form.cleaned_data["reason"]
+        try:
+            if name == "withdraw":
+                fact_service.withdraw_fact(
+                    fact, reason=reason, actor=f"user:{request.user.get_username()}", user=request.user
+                )
+                done = (
+                    f"Fact {fact.pk} withdrawn: its statement is erased; a tombstone blocks re-learning it."
+                )
+            elif name == "verify":
+                fact_service.verify_fact(fact, user=request.user, reason=reason)
+                done = f"Fact {fact.pk} marked verified."
+            else:
+                authority = form.cleaned_data["authority"]
+                fact_service.change_authority(fact, authority=authority, user=request.user, reason=reason)
+                done = f"Fact {fact.pk} now has authority {authority}."
+        except fact_service.FactStateError as exc:
+            # The fact moved on (someone withdrew or replaced it): say so above the actions.
+            return _render(request, fact, error=str(exc), status=409)
+        else:
+            if _is_htmx(request):
+                return _render(request, _facts(request, fact_id), notice=done)
+            messages.success(request, done)
+            # Post/redirect/get, so a reload does not repeat the action.
+            return redirect("facts:detail", fact_id=fact.pk)
+    return _render(request, fact, bound={name: form}, status=400)
+
+
+@require_POST
+@console_view(write_roles=access.REVIEW_ROLES)
+def withdraw(request: HttpRequest, fact_id: int) -> HttpResponse:
+    return _act(request, fact_id, "withdraw")
+
+
+@require_POST
+@console_view(write_roles=access.REVIEW_ROLES)
+def verify(request: HttpRequest, fact_id: int) -> HttpResponse:
+    return _act(request, fact_id, "verify")
+
+
+@require_POST
+@console_view(write_roles=access.REVIEW_ROLES)
+def authority(request: HttpRequest, fact_id: int) -> HttpResponse:
+    return _act(request, fact_id, "authority")

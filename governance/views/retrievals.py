@@ -1,0 +1,233 @@
+"""Console pages for retrievals: the log, one event, and what an agent believes about a person.
+
+Every page reads through ``governance.selectors.retrievals``; the two actions
+on the principal page call ``governance.services.facts``. Memory text
+(statements, queries, the injected context) is attacker-controlled: templates
+render it escaped inside ``hx-disable`` containers (STYLE.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from django import forms
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.cache import patch_vary_headers
+from django.views.decorators.http import require_POST
+from django_htmx.middleware import HtmxDetails
+
+from governance import access
+from governance.models import Agent, Fact, Principal, Project, RetrievalEvent
+from governance.models.retrievals import MODES, REASONS
+from governance.selectors import retrievals as selectors
+from governance.selectors.sessions import principal_sessions
+from governance.services import facts as fact_service
+from governance.views.base import console_view, get_scoped
+
+PAGE_SIZE = 50
+_ANY = ("", "any")
+# datetime-local inputs send and expect this shape; the form also accepts full ISO 8601.
+_LOCAL_DATETIME = "%Y-%m-%dT%H:%M"
+
+
+def _datetime_field(label: str) -> forms.DateTimeField:
+    return forms.DateTimeField(
+        label=label,
+        required=False,
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format=_LOCAL_DATETIME),
+    )
+
+
+class LogFilterForm(forms.Form):
+    agent = forms.ChoiceField(required=False)
+    principal = forms.CharField(required=False, max_length=200, label="Principal (external id)")
+    session = forms.CharField(required=False, max_length=200, label="Session (external id)")
+    since = _datetime_field("Since")
+    until = _datetime_field("Until")
+    mode = forms.ChoiceField(required=False, choices=[_ANY, *((m, m) for m in MODES)])
+    reason = forms.ChoiceField(
+        required=False, choices=[_ANY, *((r, r) for r in REASONS)], label="Excluded for"
+    )
+    over_budget = forms.BooleanField(required=False, label="Over budget")
+    cursor = forms.CharField(required=False, widget=forms.HiddenInput)
+
+    def __init__(self, *args: Any, agents: list[str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["agent"].choices = [_ANY, *((slug, slug) for slug in agents)]  # type: ignore[attr-defined]
+
+    def clean_cursor(self) -> selectors.Cursor | None:
+        value = self.cleaned_data.get("cursor")
+        if not value:
+            return None
+        try:
+            return selectors.decode_cursor(value)
+        except ValueError as exc:
+            raise ValidationError("This page link is not valid; start again from the newest events.") from exc
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        since, until = data.get("since"), data.get("until")
+        if since and until and since >= until:
+            self.add_error("until", "The period must end after it starts.")
+        return data
+
+    def filters(self) -> selectors.LogFilters:
+        data = self.cleaned_data
+        return selectors.LogFilters(
+            agent=data["agent"] or None,
+            principal=data["principal"].strip() or None,
+            session=data["session"].strip() or None,
+            mode=data["mode"] or None,
+            reason=data["reason"] or None,
+            since=data["since"],
+            until=data["until"],
+            over_budget=data["over_budget"],
+        )
+
+
+class HtmxHttpRequest(HttpRequest):
+    """What django-htmx's middleware adds, for the type checker."""
+
+    htmx: HtmxDetails
+
+
+def _with_query(url: str, params: dict[str, Any]) -> str:
+    query = urlencode({k: v for k, v in params.items() if v not in (None, "", False)})
+    return f"{url}?{query}" if query else url
+
+
+@console_view()
+def log(request: HtmxHttpRequest) -> HttpResponse:
+    projects = access.projects_of(request.user)
+    agents = list(
+        Agent.objects.filter(project__in=projects).order_by("slug").values_list("slug", flat=True).distinct()
+    )
+    form = LogFilterForm(request.GET, agents=agents)
+    page = selectors.LogPage(events=[], next_cursor=None)
+    if form.is_valid():
+        page = selectors.retrieval_log(
+            projects, form.filters(), after=form.cleaned_data["cursor"], limit=PAGE_SIZE
+        )
+    base = reverse("retrievals:log")
+    # Pager links keep the filters as sent; a new filter submission never carries a cursor.
+    params = {k: v for k, v in request.GET.items() if k != "cursor"}
+    context = {
+        "form": form,
+        "events": page.events,
+        # Agent slugs repeat across projects; name the project when the page mixes them.
+        "several_projects": len({e.project_id for e in page.events}) > 1,
+        "older_url": _with_query(base, {**params, "cursor": page.next_cursor}) if page.next_cursor else None,
+        "newest_url": _with_query(base, params) if request.GET.get("cursor") else None,
+    }
+    template = "governance/retrievals/log.html"
+    # A history restore wants the whole page; every other htmx request only the results.
+    if request.htmx and not request.htmx.history_restore_request:
+        template += "#log_results"
+    response = render(request, template, context)
+    patch_vary_headers(response, ("HX-Request",))
+    return response
+
+
+@console_view()
+def detail(request: HttpRequest, event_id: int) -> HttpResponse:
+    event = get_scoped(
+        request,
+        RetrievalEvent.objects.select_related("project", "agent", "principal", "session", "policy_version"),
+        pk=event_id,
+    )
+    candidates = list(selectors.event_candidates(event))
+    return render(
+        request,
+        "governance/retrievals/detail.html",
+        {
+            "event": event,
+            "candidates": candidates,
+            "tokens_percent": round(selectors.tokens_fraction(event) * 100),
+            "selected_count": sum(1 for c in candidates if c.decision == "selected"),
+        },
+    )
+
+
+def _principal_url(principal: Principal, agent_slug: str | None) -> str:
+    url = reverse("retrievals:principal", args=[principal.project.slug, principal.external_id])
+    return _with_query(url, {"agent": agent_slug})
+
+
+@console_view()
+def principal(request: HttpRequest, project: str, external_id: str) -> HttpResponse:
+    project_obj: Project = get_object_or_404(access.projects_of(request.user), slug=project)
+    person = get_object_or_404(
+        Principal.objects.select_related("project"), project=project_obj, external_id=external_id
+    )
+    agents = list(
+        Agent.objects.filter(project=project_obj, retired_at__isnull=True)
+        .select_related("active_policy")
+        .order_by("slug")
+    )
+    wanted = request.GET.get("agent")
+    agent = next((a for a in agents if a.slug == wanted), agents[0] if agents else None)
+    version = agent.active_policy if agent else None
+    policy = version.policy if version else None
+    return render(
+        request,
+        "governance/retrievals/principal.html",
+        {
+            "principal": person,
+            "agents": agents,
+            "agent": agent,
+            "policy": policy,
+            "policy_version": version,
+            "groups": selectors.principal_beliefs(person, policy, now=timezone.now()),
+            "sessions": principal_sessions(person),
+            "log_url": _with_query(reverse("retrievals:log"), {"principal": person.external_id}),
+        },
+    )
+
+
+class FactActionForm(forms.Form):
+    reason = forms.CharField(max_length=2000, strip=True)
+    agent = forms.CharField(required=False, max_length=64)
+
+
+def _fact_action(request: HttpRequest, fact_id: int, action: str) -> HttpResponse:
+    """Withdraw (R8) or verify (R9) one fact, then return to the principal page it was shown on."""
+    fact = get_scoped(
+        request, Fact.objects.select_related("project", "principal"), pk=fact_id, principal__isnull=False
+    )
+    assert fact.principal is not None
+    form = FactActionForm(request.POST)
+    target = _principal_url(fact.principal, request.POST.get("agent") or None)
+    if not form.is_valid():
+        messages.error(request, f"Fact {fact.pk}: give a reason.")
+        return HttpResponseRedirect(target)
+    reason = form.cleaned_data["reason"]
+    try:
+        if action == "withdraw":
+            fact_service.withdraw_fact(
+                fact, reason=reason, actor=f"user:{request.user.get_username()}", user=request.user
+            )
+            messages.success(request, f"Fact {fact.pk} was withdrawn; a tombstone blocks re-learning it.")
+        else:
+            fact_service.verify_fact(fact, user=request.user, reason=reason)
+            messages.success(request, f"Fact {fact.pk} was verified today.")
+    except fact_service.FactStateError as exc:
+        messages.error(request, f"Fact {fact.pk}: {exc}")
+    return HttpResponseRedirect(target)
+
+
+@console_view(write_roles=access.REVIEW_ROLES)
+@require_POST
+def withdraw_fact(request: HttpRequest, fact_id: int) -> HttpResponse:
+    return _fact_action(request, fact_id, "withdraw")
+
+
+@console_view(write_roles=access.REVIEW_ROLES)
+@require_POST
+def verify_fact(request: HttpRequest, fact_id: int) -> HttpResponse:
+    return _fact_action(request, fact_id, "verify")

@@ -1,0 +1,247 @@
+"""The console's review queue: pending and quarantined writes, decided one by one or in bulk.
+
+One template gives the page and its fragments (django-template-partials):
+when htmx asks, a decision answers with the decided item and the counts
+(out of band), so the queue updates in place; without JavaScript the same
+forms post normally and the view redirects back to the queue.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils.http import urlencode
+from django.views.decorators.http import require_POST
+
+from governance import access
+from governance.models import Write
+from governance.selectors import reviews as review_selectors
+from governance.services import reviews as review_service
+from governance.views.base import console_view, get_scoped, scoped
+
+TEMPLATE = "governance/reviews/queue.html"
+REASON_REQUIRED = "Give a reason for this decision: it goes into the audit trail (R15)."
+STATUS_TABS = (("", "All"), ("pending_review", "Pending review"), ("quarantined", "Quarantined"))
+
+
+class DecisionForm(forms.Form):
+    action = forms.ChoiceField(
+        choices=[("approve", "Approve"), ("reject", "Reject"), ("edit_approve", "Approve with edits")],
+        error_messages={"required": "Choose approve or reject."},
+    )
+    reason = forms.CharField(max_length=2000, strip=True, error_messages={"required": REASON_REQUIRED})
+    statement = forms.CharField(required=False, strip=True, max_length=4000)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("action") == "edit_approve" and not data.get("statement"):
+            self.add_error("statement", "Write the statement you want to approve.")
+        return data
+
+    def decision(self) -> review_service.Decision:
+        data = self.cleaned_data
+        if data["action"] == "edit_approve":
+            # Browsers send textarea line breaks as CRLF; an unchanged edit must compare equal.
+            return review_service.Decision(
+                "approve", data["reason"], statement=data["statement"].replace("\r\n", "\n")
+            )
+        return review_service.Decision(data["action"], data["reason"])
+
+
+class BulkDecisionForm(forms.Form):
+    write = forms.ModelMultipleChoiceField(
+        queryset=Write.objects.none(),
+        error_messages={
+            "required": "Select at least one write.",
+            "invalid_choice": "Write %(value)s is not in your queue.",
+        },
+    )
+    action = forms.ChoiceField(
+        choices=[("approve", "Approve"), ("reject", "Reject")],
+        error_messages={"required": "Choose approve or reject."},
+    )
+    reason = forms.CharField(max_length=2000, strip=True, error_messages={"required": REASON_REQUIRED})
+
+    def __init__(self, *args: Any, writes: QuerySet[Write], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Ids outside the user's projects are invalid choices (nothing is decided), never a leak.
+        self.fields["write"].queryset = writes  # type: ignore[attr-defined]
+
+
+def _is_htmx(request: HttpRequest) -> bool:
+    return bool(getattr(request, "htmx", False))
+
+
+def _status(request: HttpRequest) -> str:
+    value = request.GET.get("status", "")
+    return value if value in review_selectors.QUEUE_STATUSES else ""
+
+
+def _queue_url(status: str) -> str:
+    url = reverse("reviews:queue")
+    return f"{url}?{urlencode({'status': status})}" if status else url
+
+
+def _counts(request: HttpRequest) -> dict[str, int]:
+    return review_selectors.queue_counts(access.projects_of(request.user))
+
+
+def _queue_context(
+    request: HttpRequest,
+    *,
+    status: str,
+    errors: dict[int, DecisionForm] | None = None,
+    extra_writes: list[Write] | None = None,
+    bulk_form: BulkDecisionForm | None = None,
+    notices: list[str] | None = None,
+) -> dict[str, Any]:
+    projects = access.projects_of(request.user)
+    after = None
+    cursor = request.GET.get("cursor", "")
+    if cursor:
+        try:
+            after = review_selectors.QueueCursor.decode(cursor)
+        except review_selectors.InvalidCursor:
+            # A stale or hand-edited link: show the first page rather than an error.
+            cursor = ""
+    page = review_selectors.review_queue(projects, status=status or None, after=after)
+    writes = page.writes
+    shown = {w.pk for w in writes}
+    # A write whose form failed is shown even when it sits on another page.
+    writes = [w for w in (extra_writes or []) if w.pk not in shown] + writes
+    items = review_selectors.review_items(writes)
+    for item in items:
+        item.form = (errors or {}).get(item.write.pk)
+    # Keep the reviewer's selection only when the bulk form comes back with errors.
+    selected = set(request.POST.getlist("write")) if bulk_form is not None else set()
+    return {
+        "items": items,
+        "counts": review_selectors.queue_counts(projects),
+        "status": status,
+        "status_tabs": STATUS_TABS,
+        "cursor": cursor,
+        "next_cursor": page.next.encode() if page.next else "",
+        "bulk_form": bulk_form,
+        "selected": selected,
+        "notices": notices or [],
+    }
+
+
+def _fragments(
+    request: HttpRequest, parts: list[tuple[str, dict[str, Any]]], status: int = 200
+) -> HttpResponse:
+    html = "".join(
+        render_to_string(f"{TEMPLATE}#{name}", context, request=request) for name, context in parts
+    )
+    return HttpResponse(html, status=status)
+
+
+@console_view(write_roles=access.REVIEW_ROLES)
+def queue(request: HttpRequest) -> HttpResponse:
+    context = _queue_context(request, status=_status(request))
+    if _is_htmx(request):
+        return _fragments(request, [("queue", context), ("counts", {**context, "oob": True})])
+    return render(request, TEMPLATE, context)
+
+
+@require_POST
+@console_view(write_roles=access.REVIEW_ROLES)
+def decide(request: HttpRequest, write_id: int) -> HttpResponse:
+    # Scoped first: another project's write id is a 404 whatever the form says (R1).
+    write = get_scoped(request, Write.objects.all(), pk=write_id)
+    status = _status(request)
+    form = DecisionForm(request.POST)
+    if form.is_valid():
+        try:
+            review_service.decide(write.pk, form.decision(), reviewer=request.user)
+        except review_service.AlreadyDecided:
+            return _already_decided(request, write.pk, status)
+        except review_service.InvalidDecision as exc:
+            form.add_error(exc.field if exc.field in form.fields else None, str(exc))
+        else:
+            return _decided(request, write.pk, status)
+    return _invalid(request, write, form, status)
+
+
+def _decided(request: HttpRequest, write_id: int, status: str) -> HttpResponse:
+    info = review_selectors.decided_info(write_id)
+    if _is_htmx(request):
+        return _fragments(
+            request, [("decided", {"info": info}), ("counts", {"counts": _counts(request), "oob": True})]
+        )
+    messages.success(request, f"Write {write_id} {info.verb}.")
+    return redirect(_queue_url(status))
+
+
+def _already_decided(request: HttpRequest, write_id: int, status: str) -> HttpResponse:
+    info = review_selectors.decided_info(write_id)
+    if _is_htmx(request):
+        parts: list[tuple[str, dict[str, Any]]] = [
+            ("already", {"info": info}),
+            ("counts", {"counts": _counts(request), "oob": True}),
+        ]
+        return _fragments(request, parts, status=409)
+    context = _queue_context(request, status=status, notices=[f"Write {write_id}: {info.message}"])
+    return render(request, TEMPLATE, context, status=409)
+
+
+def _invalid(request: HttpRequest, write: Write, form: DecisionForm, status: str) -> HttpResponse:
+    if _is_htmx(request):
+        [item] = review_selectors.review_items([_queue_write(write.pk)])
+        item.form = form
+        return _fragments(request, [("item", {"item": item, "status": status})], status=400)
+    context = _queue_context(
+        request, status=status, errors={write.pk: form}, extra_writes=[_queue_write(write.pk)]
+    )
+    return render(request, TEMPLATE, context, status=400)
+
+
+def _queue_write(write_id: int) -> Write:
+    return (
+        Write.objects.select_related("project", "agent", "principal", "session", "fact", "conflicts_with")
+        .defer("fact__embedding", "conflicts_with__embedding")
+        .get(pk=write_id)
+    )
+
+
+@require_POST
+@console_view(write_roles=access.REVIEW_ROLES)
+def bulk(request: HttpRequest) -> HttpResponse:
+    status = _status(request)
+    form = BulkDecisionForm(request.POST, writes=scoped(request, Write.objects.all()))
+    if not form.is_valid():
+        context = _queue_context(request, status=status, bulk_form=form)
+        if _is_htmx(request):
+            return _fragments(request, [("queue", context)], status=400)
+        return render(request, TEMPLATE, context, status=400)
+    action, reason = form.cleaned_data["action"], form.cleaned_data["reason"]
+    decided: list[int] = []
+    notices: list[str] = []
+    # One transaction per write: a write another reviewer took meanwhile is
+    # reported, and does not undo the decisions on the others.
+    for write in sorted(form.cleaned_data["write"], key=lambda w: w.pk):
+        try:
+            review_service.decide(write.pk, review_service.Decision(action, reason), reviewer=request.user)
+        except review_service.AlreadyDecided:
+            notices.append(f"Write {write.pk}: {review_selectors.decided_info(write.pk).message}")
+        except review_service.InvalidDecision as exc:
+            notices.append(f"Write {write.pk}: {exc}")
+        else:
+            decided.append(write.pk)
+    verb = review_selectors.ACTION_WORDS[action]
+    if decided:
+        listed = ", ".join(str(pk) for pk in decided)
+        notices.insert(0, f"{len(decided)} write{'s' if len(decided) != 1 else ''} {verb}: {listed}.")
+    if _is_htmx(request):
+        context = _queue_context(request, status=status, notices=notices)
+        return _fragments(request, [("queue", context), ("counts", {**context, "oob": True})])
+    for notice in notices:
+        messages.info(request, notice)
+    return redirect(_queue_url(status))

@@ -1,0 +1,14 @@
+"""Console URLs for keys (included by governance/urls.py)."""
+
+from django.urls import URLPattern, path
+
+from governance.views import keys
+
+app_name = "keys"
+urlpatterns: list[URLPattern] = [
+    path("", keys.key_list, name="list"),
+    path("agent-keys/new", keys.key_create, name="key_create"),
+    path("agent-keys/<int:key_id>/revoke", keys.key_revoke, name="key_revoke"),
+    path("tokens/new", keys.token_create, name="token_create"),
+    path("tokens/<int:token_id>/revoke", keys.token_revoke, name="token_revoke"),
+]

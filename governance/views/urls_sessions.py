@@ -1,0 +1,10 @@
+"""Console URLs for sessions (included by governance/urls.py)."""
+
+from django.urls import URLPattern, path
+
+from governance.views import sessions
+
+app_name = "sessions"
+urlpatterns: list[URLPattern] = [
+    path("<int:session_id>/", sessions.detail, name="detail"),
+]

@@ -1,0 +1,93 @@
+"""A reviewer works the queue in real Chromium; planted markup stays text and fires nothing (issue 3)."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from governance.models import Fact, ReviewDecision, Write
+from tests.governance.review_helpers import PENDING, QUARANTINED, hostile, propose
+from tests.personas import PASSWORD, make_user
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_reviewer_approves_and_rejects_and_planted_markup_is_inert(
+    page: Page, live_server, project, support_bot
+):
+    make_user("riley", "reviewer", project)
+    to_approve = propose(support_bot, PENDING)
+    to_reject = propose(support_bot, QUARANTINED, source_type="web_page")
+    # The bait is what the planted hx-post would approve if htmx ever processed it.
+    bait = propose(support_bot, "Said they switched to a standing desk")
+    planted_url = f"/reviews/{bait.pk}/decide"
+    planted = propose(support_bot, hostile(planted_url))
+    assert (to_approve.status, to_reject.status, bait.status, planted.status) == (
+        "pending_review",
+        "quarantined",
+        "pending_review",
+        "quarantined",
+    )
+
+    requests: list[tuple[str, str]] = []
+    dialogs: list[str] = []
+    page.on("request", lambda request: requests.append((request.method, request.url)))
+
+    def on_dialog(dialog) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", on_dialog)
+
+    page.goto(f"{live_server.url}/login/?next=/reviews/")
+    page.fill("#id_username", "riley")
+    page.fill("#id_password", PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("heading", name="Review queue")).to_be_visible()
+    counts = page.locator("#review-counts")
+    expect(counts.locator('[data-count="pending_review"]')).to_have_text("2")
+    expect(counts.locator('[data-count="quarantined"]')).to_have_text("2")
+
+    # The planted statement is on screen as literal text, and nothing in it became an element.
+    statement = page.locator(f"#write-{planted.pk} [data-statement]")
+    expect(statement).to_have_text(hostile(planted_url))
+    expect(page.get_by_text('<img src=x onerror="alert(document.domain)">').first).to_be_visible()
+    assert page.locator(f"#write-{planted.pk} img, #write-{planted.pk} [data-statement] button").count() == 0
+    assert page.locator("[onerror]").count() == 0
+
+    # Approve with the mouse.
+    item = page.locator(f"#write-{to_approve.pk}")
+    item.locator("textarea[name=reason]").fill("Confirmed with the user on the call")
+    item.get_by_role("button", name="Approve", exact=True).click()
+    expect(page.locator(f"#write-{to_approve.pk}")).to_contain_text("approved by riley")
+    expect(counts.locator('[data-count="pending_review"]')).to_have_text("1")
+
+    # Reject with the keyboard: pick the item, "r" opens its reason, Ctrl+Enter submits as reject.
+    page.locator(f"#write-{to_reject.pk} .item-head .risk").click()
+    page.keyboard.press("r")
+    reason = page.locator(f"#reason-{to_reject.pk}")
+    expect(reason).to_be_focused()
+    page.keyboard.type("Instruction planted by a product page")
+    page.keyboard.press("Control+Enter")
+    expect(page.locator(f"#write-{to_reject.pk}")).to_contain_text("rejected by riley")
+    expect(counts.locator('[data-count="quarantined"]')).to_have_text("1")
+
+    # The facts changed status in the database.
+    assert Fact.objects.get(pk=to_approve.fact_id).status == "active"
+    assert Fact.objects.get(pk=to_reject.fact_id).status == "rejected"
+    decisions = {d.write_id: (d.action, d.reason) for d in ReviewDecision.objects.all()}
+    assert decisions == {
+        to_approve.pk: ("approve", "Confirmed with the user on the call"),
+        to_reject.pk: ("reject", "Instruction planted by a product page"),
+    }
+
+    # Nothing the planted markup asked for happened.
+    page.wait_for_timeout(500)
+    assert dialogs == []
+    assert not [url for _, url in requests if url.endswith(planted_url) or url.endswith("/x")]
+    posts = [url for method, url in requests if method == "POST" and "/decide" in url]
+    assert sorted(posts) == sorted(
+        f"{live_server.url}/reviews/{w.pk}/decide" for w in (to_approve, to_reject)
+    )
+    assert Write.objects.get(pk=bait.pk).status == "pending_review"
+    assert Write.objects.get(pk=planted.pk).status == "quarantined"

@@ -1,0 +1,180 @@
+"""services.reviews.decide: approve, reject, edit-and-approve, and exactly one winner in a race."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from django.db import connection
+
+from governance.models import AuditEntry, Fact, ReviewDecision, Supersession
+from governance.services import reviews
+from governance.services.reviews import AlreadyDecided, Decision, InvalidDecision
+from tests.governance.review_helpers import PENDING, QUARANTINED, propose
+from tests.personas import make_user
+
+
+@pytest.mark.django_db
+def test_approve_makes_the_write_and_its_fact_active_and_audits_the_reason(support_bot, reviewer):
+    write = propose(support_bot, PENDING)
+    assert write.status == "pending_review"
+
+    reviews.decide(write.pk, Decision("approve", "User said so in the ticket"), reviewer=reviewer)
+
+    write.refresh_from_db()
+    assert write.status == "active"
+    assert write.decided_at is not None
+    assert Fact.objects.get(pk=write.fact_id).status == "active"
+    decision = ReviewDecision.objects.get(write=write)
+    assert (decision.action, decision.reviewer, decision.reason) == (
+        "approve",
+        reviewer,
+        "User said so in the ticket",
+    )
+    entry = AuditEntry.objects.get(object_type="write", object_id=str(write.pk), action="write.approve")
+    assert entry.reason == "User said so in the ticket"
+    assert entry.actor_user == reviewer
+
+
+@pytest.mark.django_db
+def test_approving_a_conflicting_write_supersedes_the_current_fact(support_bot, reviewer):
+    old = propose(
+        support_bot, "Deploys to us-east-1", source_type="user_statement", kind="profile", key="region"
+    )
+    new = propose(
+        support_bot, "Deploys to eu-west-2", source_type="model_inference", kind="profile", key="region"
+    )
+    # R6: an inference never replaces direct evidence on its own.
+    assert new.status == "pending_review"
+    assert new.conflicts_with_id == old.fact_id
+
+    reviews.decide(new.pk, Decision("approve", "Confirmed with the customer"), reviewer=reviewer)
+
+    assert Fact.objects.get(pk=old.fact_id).status == "superseded"
+    assert Fact.objects.get(pk=new.fact_id).status == "active"
+    link = Supersession.objects.get(old_fact_id=old.fact_id, new_fact_id=new.fact_id)
+    assert link.decided_by == "user:riley"
+
+
+@pytest.mark.django_db
+def test_reject_marks_the_write_and_its_fact_rejected(support_bot, reviewer):
+    write = propose(support_bot, QUARANTINED, source_type="web_page")
+    assert write.status == "quarantined"
+
+    reviews.decide(write.pk, Decision("reject", "Planted by a web page"), reviewer=reviewer)
+
+    write.refresh_from_db()
+    assert write.status == "rejected"
+    fact = Fact.objects.get(pk=write.fact_id)
+    assert fact.status == "rejected"
+    assert "Planted by a web page" in fact.status_reason
+
+
+@pytest.mark.django_db
+def test_edit_and_approve_activates_the_edited_statement_and_keeps_what_the_agent_sent(support_bot, reviewer):
+    write = propose(support_bot, PENDING)
+
+    reviews.decide(
+        write.pk,
+        Decision("approve", "Trimmed to what they said", statement="Enjoys hiking on weekends"),
+        reviewer=reviewer,
+    )
+
+    write.refresh_from_db()
+    fact = Fact.objects.get(pk=write.fact_id)
+    assert (fact.status, fact.statement) == ("active", "Enjoys hiking on weekends")
+    assert write.statement == PENDING
+    decision = ReviewDecision.objects.get(write=write)
+    assert (decision.action, decision.edited_statement) == ("edit_approve", "Enjoys hiking on weekends")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("decision", "field"),
+    [
+        (Decision("approve", "   "), "reason"),
+        (Decision("delete", "because"), "action"),
+        (Decision("reject", "because", statement="Something else"), "statement"),
+        (Decision("approve", "because", statement="  "), "statement"),
+    ],
+)
+def test_invalid_decisions_change_nothing(support_bot, reviewer, decision, field):
+    write = propose(support_bot, PENDING)
+
+    with pytest.raises(InvalidDecision) as raised:
+        reviews.decide(write.pk, decision, reviewer=reviewer)
+
+    assert raised.value.field == field
+    write.refresh_from_db()
+    assert write.status == "pending_review"
+    assert not ReviewDecision.objects.filter(write=write).exists()
+
+
+@pytest.mark.django_db
+def test_a_second_decision_is_refused_and_changes_nothing(support_bot, reviewer, second_reviewer):
+    write = propose(support_bot, PENDING)
+    reviews.decide(write.pk, Decision("approve", "Looks right"), reviewer=reviewer)
+
+    with pytest.raises(AlreadyDecided):
+        reviews.decide(write.pk, Decision("reject", "Looks wrong"), reviewer=second_reviewer)
+
+    write.refresh_from_db()
+    assert write.status == "active"
+    assert ReviewDecision.objects.get(write=write).reviewer == reviewer
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_simultaneous_decisions_produce_exactly_one(project, support_bot, monkeypatch):
+    riley = make_user("riley", "reviewer", project)
+    sam = make_user("sam", "reviewer", project)
+    write = propose(support_bot, PENDING)
+    # Hold the winner inside its transaction for a moment, so the other
+    # reviewer's decision certainly arrives while the row is locked.
+    real_record = reviews.audit.record
+
+    def slow_record(*args, **kwargs):
+        time.sleep(0.3)
+        return real_record(*args, **kwargs)
+
+    monkeypatch.setattr(reviews.audit, "record", slow_record)
+    barrier = threading.Barrier(2)
+    outcomes: dict[str, str] = {}
+    losers: list[AlreadyDecided] = []
+
+    def decide(user, action: str) -> None:
+        barrier.wait()
+        try:
+            reviews.decide(write.pk, Decision(action, f"{user.username} decides"), reviewer=user)
+            outcomes[user.username] = "won"
+        except AlreadyDecided as exc:
+            outcomes[user.username] = "already decided"
+            losers.append(exc)
+        finally:
+            connection.close()
+
+    threads = [
+        threading.Thread(target=decide, args=(riley, "approve")),
+        threading.Thread(target=decide, args=(sam, "reject")),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+
+    assert sorted(outcomes.values()) == ["already decided", "won"]
+    decision = ReviewDecision.objects.get(write_id=write.pk)
+    winner = next(name for name, result in outcomes.items() if result == "won")
+    assert decision.reviewer.username == winner
+    # The loser saw the winner's committed state, not the pending one.
+    write.refresh_from_db()
+    assert losers[0].write.status == write.status
+    expected = "active" if decision.action == "approve" else "rejected"
+    assert write.status == expected
+    assert Fact.objects.get(pk=write.fact_id).status == expected
+    assert (
+        AuditEntry.objects.filter(object_type="write", object_id=str(write.pk), action__startswith="write.")
+        .exclude(action="write.submitted")
+        .count()
+        == 1
+    )

@@ -1,0 +1,176 @@
+"""Keys and tokens in the console: create (shown once), list with last use, revoke (issue 6 item 5)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from governance.models import AgentKey, AuditEntry, PersonalAccessToken
+from tests.governance.review_helpers import assert_inert
+from tests.personas import make_user
+
+pytestmark = pytest.mark.django_db
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+@pytest.fixture
+def admin_user(project):
+    return make_user("ada", "admin", project)
+
+
+@pytest.fixture
+def ada(client, admin_user):
+    client.force_login(admin_user)
+    return client
+
+
+def secret_in(html: str) -> str:
+    match = re.search(r"<pre class=\"secret\" data-secret>([^<]+)</pre>", html)
+    assert match, "no secret shown"
+    return match.group(1)
+
+
+def key_row(html: str, prefix: str) -> str:
+    match = re.search(rf'<tr data-key="{prefix}">(.*?)</tr>', html, re.S)
+    assert match, f"no row for key {prefix}"
+    return match.group(1)
+
+
+def bearer(secret: str) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    return client
+
+
+def test_urls_are_named():
+    assert reverse("keys:list") == "/credentials/"
+    assert reverse("keys:key_revoke", args=[3]) == "/credentials/agent-keys/3/revoke"
+    assert reverse("keys:token_revoke", args=[3]) == "/credentials/tokens/3/revoke"
+
+
+def test_admin_creates_an_agent_key_shown_once_that_works(ada, support_bot):
+    response = ada.post(reverse("keys:key_create"), {"agent": support_bot.agent.pk, "name": "staging"})
+
+    assert response.status_code == 201
+    assert "no-store" in response["Cache-Control"]
+    secret = secret_in(response.content.decode())
+    key = AgentKey.objects.get(name="staging")
+    assert secret.startswith(f"mak_{key.prefix}_") and key.digest not in response.content.decode()
+    assert bearer(secret).get("/api/v1/principals/nobody/memories").status_code == 404  # authenticated
+    # Shown once: the list afterwards has the prefix, never the secret.
+    listing = ada.get(reverse("keys:list")).content.decode()
+    assert key.prefix in listing and secret not in listing
+    entry = AuditEntry.objects.get(action="agent_key.created", object_id=str(key.pk))
+    assert entry.data["prefix"] == key.prefix
+
+
+def test_list_shows_prefix_created_and_last_used(ada, support_bot):
+    key = AgentKey.objects.get(agent=support_bot.agent)
+    html = ada.get(reverse("keys:list")).content.decode()
+    row = key_row(html, key.prefix)
+    assert "never" in row and "active" in row
+
+    support_bot.client.get("/api/v1/principals/nobody/memories")
+
+    html = ada.get(reverse("keys:list")).content.decode()
+    row = key_row(html, key.prefix)
+    key.refresh_from_db()
+    assert key.last_used_at is not None and key.last_used_at.strftime("%Y-%m-%d %H:%M") in row
+
+
+def test_revoking_a_key_fails_its_next_call(ada, support_bot):
+    key = AgentKey.objects.get(agent=support_bot.agent)
+    assert support_bot.client.get("/api/v1/principals/nobody/memories").status_code == 404
+
+    response = ada.post(reverse("keys:key_revoke", args=[key.pk]), {"reason": "leaked in a log"})
+
+    assert response.status_code == 302
+    assert support_bot.client.get("/api/v1/principals/nobody/memories").status_code == 401
+    key.refresh_from_db()
+    assert key.revoked_at is not None
+    assert (
+        AuditEntry.objects.get(action="agent_key.revoked", object_id=str(key.pk)).reason == "leaked in a log"
+    )
+    assert "revoked" in ada.get(reverse("keys:list")).content.decode()
+
+
+def test_revoking_needs_a_reason(ada, support_bot):
+    key = AgentKey.objects.get(agent=support_bot.agent)
+    ada.post(reverse("keys:key_revoke", args=[key.pk]), {"reason": "  "})
+    key.refresh_from_db()
+    assert key.revoked_at is None
+
+
+def test_agent_keys_need_the_admin_role(client, reviewer, support_bot):
+    client.force_login(reviewer)
+    key = AgentKey.objects.get(agent=support_bot.agent)
+
+    assert client.get(reverse("keys:list")).status_code == 200
+    assert client.post(reverse("keys:key_create"), {"agent": support_bot.agent.pk}).status_code == 403
+    assert client.post(reverse("keys:key_revoke", args=[key.pk]), {"reason": "x"}).status_code == 403
+    key.refresh_from_db()
+    assert key.revoked_at is None and AgentKey.objects.count() == 1
+
+
+def test_another_projects_keys_and_agents_are_404(client, support_bot, other_project):
+    client.force_login(make_user("gus", "admin", other_project))
+    key = AgentKey.objects.get(agent=support_bot.agent)
+
+    assert client.post(reverse("keys:key_revoke", args=[key.pk]), {"reason": "x"}).status_code == 404
+    assert client.post(reverse("keys:key_create"), {"agent": support_bot.agent.pk}).status_code == 404
+    assert key.prefix not in client.get(reverse("keys:list")).content.decode()
+    assert AgentKey.objects.count() == 1
+
+
+def test_a_user_creates_and_revokes_their_own_token(client, reviewer, project):
+    client.force_login(reviewer)
+
+    response = client.post(reverse("keys:token_create"), {"name": "ci"})
+
+    assert response.status_code == 201
+    secret = secret_in(response.content.decode())
+    token = PersonalAccessToken.objects.get(user=reviewer, name="ci")
+    api = bearer(secret)
+    assert api.get("/api/v1/admin/audit").status_code == 200
+    client.post(reverse("keys:token_revoke", args=[token.pk]), {"reason": "rotating"})
+    assert api.get("/api/v1/admin/audit").status_code == 401
+
+
+def test_htmx_create_swaps_only_the_panel(client, reviewer):
+    client.force_login(reviewer)
+    html = client.post(reverse("keys:token_create"), {"name": "ci"}, **HTMX).content.decode()
+    assert html.lstrip().startswith('<div id="keys-panel"')
+    assert "<html" not in html
+    secret_in(html)
+
+
+def test_tokens_of_other_users_are_invisible_and_404(client, reviewer, second_reviewer):
+    client.force_login(second_reviewer)
+    client.post(reverse("keys:token_create"), {"name": "sams"})
+    theirs = PersonalAccessToken.objects.get(user=second_reviewer)
+    client.force_login(reviewer)
+
+    assert theirs.prefix not in client.get(reverse("keys:list")).content.decode()
+    assert client.post(reverse("keys:token_revoke", args=[theirs.pk]), {"reason": "x"}).status_code == 404
+    theirs.refresh_from_db()
+    assert theirs.revoked_at is None
+
+
+def test_auditors_are_read_only_here_too(client, auditor, support_bot):
+    client.force_login(auditor)
+    html = client.get(reverse("keys:list")).content.decode()
+    assert "Create token" not in html and "Create agent key" not in html
+
+    assert client.post(reverse("keys:token_create"), {"name": "mine"}).status_code == 403
+    assert client.post(reverse("keys:key_create"), {"agent": support_bot.agent.pk}).status_code == 403
+    assert not PersonalAccessToken.objects.filter(user=auditor).exists()
+
+
+def test_labels_are_rendered_as_inert_text(ada, support_bot):
+    hostile = '<img src=x onerror="alert(1)">'
+    ada.post(reverse("keys:key_create"), {"agent": support_bot.agent.pk, "name": hostile})
+    assert assert_inert(ada.get(reverse("keys:list")).content.decode()) >= 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -83,7 +84,11 @@ def event_summary(event: RetrievalEvent) -> dict[str, object]:
 
 
 class RetrievalLog(GovernanceAPIView):
-    @extend_schema(parameters=[RetrievalLogQuery], summary="The retrieval log, newest first (keyset pages)")
+    @extend_schema(
+        responses={200: OpenApiTypes.OBJECT},
+        parameters=[RetrievalLogQuery],
+        summary="The retrieval log, newest first (keyset pages)",
+    )
     def get(self, request: Request) -> Response:
         query = RetrievalLogQuery(data=request.query_params)
         query.is_valid(raise_exception=True)

@@ -74,7 +74,11 @@ class ExportQuery(HistoryQuery):
 
 
 class AuditHistory(GovernanceAPIView):
-    @extend_schema(parameters=[HistoryPageQuery], summary="The audit history and retrievals, newest first")
+    @extend_schema(
+        responses={200: OpenApiTypes.OBJECT},
+        parameters=[HistoryPageQuery],
+        summary="The audit history and retrievals, newest first",
+    )
     def get(self, request: Request) -> Response:
         query = HistoryPageQuery(data=request.query_params)
         query.is_valid(raise_exception=True)

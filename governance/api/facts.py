@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -50,7 +51,9 @@ def fact_body(fact: Fact, *, policy_tiers: tuple[int, int] | None = None) -> dic
 
 
 class FactDetail(AgentAPIView):
-    @extend_schema(summary="One fact with provenance and its supersession chain")
+    @extend_schema(
+        responses={200: OpenApiTypes.OBJECT}, summary="One fact with provenance and its supersession chain"
+    )
     def get(self, request: Request, fact_id: int) -> Response:
         fact = get_object_or_404(
             Fact.objects.select_related("principal"), pk=fact_id, project=self.project(request)
@@ -65,7 +68,11 @@ class WithdrawSerializer(serializers.Serializer):
 
 
 class FactWithdraw(AgentAPIView):
-    @extend_schema(request=WithdrawSerializer, summary="Withdraw a fact on the person's request (R8)")
+    @extend_schema(
+        responses={200: OpenApiTypes.OBJECT},
+        request=WithdrawSerializer,
+        summary="Withdraw a fact on the person's request (R8)",
+    )
     def post(self, request: Request, fact_id: int) -> Response:
         fact = get_object_or_404(Fact, pk=fact_id, project=self.project(request))
         serializer = WithdrawSerializer(data=request.data)
@@ -91,7 +98,9 @@ class FactWithdraw(AgentAPIView):
 
 
 class PrincipalMemories(AgentAPIView):
-    @extend_schema(summary="What the agent currently believes about this person")
+    @extend_schema(
+        responses={200: OpenApiTypes.OBJECT}, summary="What the agent currently believes about this person"
+    )
     def get(self, request: Request, external_id: str) -> Response:
         principal = get_object_or_404(Principal, project=self.project(request), external_id=external_id)
         agent = self.agent(request)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -31,6 +32,31 @@ class RetrieveRequestSerializer(serializers.Serializer):
             round=data.get("round") or 1,
             identity_verified=bool(data.get("identity_verified")),
         )
+
+
+class RetrievedItemSerializer(serializers.Serializer):
+    fact_id = serializers.IntegerField()
+    statement = serializers.CharField()
+    kind = serializers.CharField()
+    source_type = serializers.CharField()
+    source_ref = serializers.CharField()
+    authority = serializers.IntegerField()
+    age_days = serializers.IntegerField()
+    tier = serializers.ChoiceField(choices=["recent", "confirm"])
+    tokens = serializers.IntegerField()
+
+
+class RetrieveResponseSerializer(serializers.Serializer):
+    retrieval_id = serializers.IntegerField()
+    mode = serializers.ChoiceField(choices=["resume", "confirm", "new"])
+    # DRF moves declared fields off the class, so this does not shadow Serializer.context.
+    context = serializers.CharField(help_text="The exact text to inject.")  # type: ignore[assignment]
+    items = RetrievedItemSerializer(many=True)
+    tokens_used = serializers.IntegerField()
+    token_budget = serializers.IntegerField()
+    policy_version = serializers.IntegerField()
+    candidates = serializers.IntegerField()
+    excluded = serializers.IntegerField()
 
 
 def event_detail(event: RetrievalEvent) -> dict[str, object]:
@@ -70,7 +96,11 @@ def event_detail(event: RetrievalEvent) -> dict[str, object]:
 
 
 class Retrieve(AgentAPIView):
-    @extend_schema(request=RetrieveRequestSerializer, summary="Retrieve the context block for a principal")
+    @extend_schema(
+        request=RetrieveRequestSerializer,
+        responses={200: RetrieveResponseSerializer},
+        summary="Retrieve the context block for a principal",
+    )
     def post(self, request: Request) -> Response:
         serializer = RetrieveRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -82,7 +112,9 @@ class Retrieve(AgentAPIView):
 
 
 class RetrievalDetail(AgentAPIView):
-    @extend_schema(summary="One retrieval event with every candidate's decision")
+    @extend_schema(
+        responses={200: OpenApiTypes.OBJECT}, summary="One retrieval event with every candidate's decision"
+    )
     def get(self, request: Request, retrieval_id: int) -> Response:
         event = get_object_or_404(
             RetrievalEvent.objects.select_related("agent", "principal", "session", "policy_version"),

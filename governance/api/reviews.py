@@ -7,6 +7,7 @@ GET /api/v1/admin/reviews and POST /api/v1/admin/reviews/{write_id}/decision
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -76,6 +77,7 @@ class ReviewQueue(GovernanceAPIView):
     write_roles = access.REVIEW_ROLES
 
     @extend_schema(
+        responses={200: OpenApiTypes.OBJECT},
         parameters=[
             OpenApiParameter("status", str, enum=list(review_selectors.QUEUE_STATUSES), required=False),
             OpenApiParameter(
@@ -105,7 +107,11 @@ class ReviewQueue(GovernanceAPIView):
 class ReviewDecisionView(GovernanceAPIView):
     write_roles = access.REVIEW_ROLES
 
-    @extend_schema(request=DecisionSerializer, summary="Approve, reject or edit-and-approve a write")
+    @extend_schema(
+        responses={200: OpenApiTypes.OBJECT},
+        request=DecisionSerializer,
+        summary="Approve, reject or edit-and-approve a write",
+    )
     def post(self, request: Request, write_id: int) -> Response:
         # Scoped before validation: another project's id is a 404 whatever the body says (R1).
         write = get_object_or_404(Write, pk=write_id, project__in=access.projects_of(request.user))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -33,7 +34,11 @@ class EndSessionSerializer(serializers.Serializer):
 
 
 class EndSession(AgentAPIView):
-    @extend_schema(request=EndSessionSerializer, summary="End a session with its summary and resume hint")
+    @extend_schema(
+        responses={200: OpenApiTypes.OBJECT},
+        request=EndSessionSerializer,
+        summary="End a session with its summary and resume hint",
+    )
     def post(self, request: Request, session_id: str) -> Response:
         serializer = EndSessionSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)

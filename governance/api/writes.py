@@ -7,6 +7,7 @@ from datetime import timedelta
 
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -167,7 +168,7 @@ class WriteListCreate(AgentAPIView):
 
 
 class WriteDetail(AgentAPIView):
-    @extend_schema(summary="A write, its findings, decisions and fact")
+    @extend_schema(responses={200: OpenApiTypes.OBJECT}, summary="A write, its findings, decisions and fact")
     def get(self, request: Request, write_id: int) -> Response:
         write = get_object_or_404(
             Write.objects.select_related("principal", "session", "fact", "decision__reviewer"),

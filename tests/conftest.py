@@ -103,6 +103,7 @@ def celery_worker_process(django_db_setup: Any, django_db_blocker: Any) -> Itera
     except subprocess.TimeoutExpired:
         process.kill()
     log.close()
+    (_TMP / "worker.log").unlink(missing_ok=True)
 
 
 @pytest.fixture

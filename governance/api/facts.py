@@ -59,7 +59,11 @@ class FactDetail(AgentAPIView):
             Fact.objects.select_related("principal"), pk=fact_id, project=self.project(request)
         )
         body = fact_body(fact)
-        body["supersession_chain"] = fact_selectors.supersession_chain(fact)
+        chain = fact_selectors.supersession_chain(fact)
+        body["supersession_chain"] = chain
+        # The direct neighbours, for clients that only need "what replaced this".
+        body["supersedes"] = [link["old_fact"] for link in chain if link["new_fact"] == fact.pk]
+        body["superseded_by"] = [link["new_fact"] for link in chain if link["old_fact"] == fact.pk]
         return Response(body)
 
 

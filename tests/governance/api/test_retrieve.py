@@ -224,3 +224,19 @@ def test_bad_retrieve_input_is_400(support_bot):
     assert response.status_code == 400
     assert "round" in response.json()["error"]["fields"]
     assert RetrievalEvent.objects.count() == 0
+
+
+def test_fact_endpoint_shows_the_chain_both_ways(support_bot):
+    old = write(support_bot, key="deployment_region", statement="Deploys to us-east-1", ref="chat:1")
+    new = write(support_bot, key="deployment_region", statement="Deploys to eu-west-2", ref="chat:2")
+    old_body = support_bot.client.get(f"/api/v1/facts/{old['fact']['id']}").json()
+    new_body = support_bot.client.get(f"/api/v1/facts/{new['fact']['id']}").json()
+    assert old_body["status"] == "superseded"
+    assert old_body["superseded_by"] == [new["fact"]["id"]] and old_body["supersedes"] == []
+    assert new_body["supersedes"] == [old["fact"]["id"]] and new_body["superseded_by"] == []
+    assert old_body["source"] == {
+        "type": "user_statement",
+        "ref": "chat:1",
+        "observed_at": old_body["source"]["observed_at"],
+        "writer": "agent:support-bot",
+    }

@@ -11,7 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from governance import access
-from governance.api.base import GovernanceAPIView
+from governance.api.base import GovernanceAPIView, check_period
 from governance.models import RetrievalEvent
 from governance.models.retrievals import MODES, REASONS
 from governance.selectors import retrievals as selectors
@@ -41,10 +41,7 @@ class RetrievalLogQuery(serializers.Serializer):
             raise serializers.ValidationError("Not a cursor from this listing.") from exc
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        since, until = attrs.get("since"), attrs.get("until")
-        if since and until and since >= until:
-            raise serializers.ValidationError({"until": ["Must be after since."]})
-        return attrs
+        return check_period(attrs)
 
     def filters(self) -> selectors.LogFilters:
         data = self.validated_data

@@ -19,7 +19,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from governance import access
-from governance.api.base import GovernanceAPIView
+from governance.api.base import GovernanceAPIView, check_period
 from governance.exports import export_response
 from governance.rules.export import FORMATS
 from governance.selectors import audit as selectors
@@ -40,10 +40,7 @@ class HistoryQuery(serializers.Serializer):
     project = serializers.CharField(required=False, max_length=64, help_text="Project slug.")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        since, until = attrs.get("since"), attrs.get("until")
-        if since and until and since >= until:
-            raise serializers.ValidationError({"until": ["Must be after since."]})
-        return attrs
+        return check_period(attrs)
 
     def filters(self) -> selectors.HistoryFilters:
         data = self.validated_data

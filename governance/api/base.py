@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
@@ -43,3 +44,11 @@ class GovernanceAPIView(APIView):
 
     def get_exception_handler_context(self) -> dict[str, Any]:
         return super().get_exception_handler_context()
+
+
+def check_period(attrs: dict[str, Any]) -> dict[str, Any]:
+    """Shared by the listing queries: an empty or inverted period is a client error."""
+    since, until = attrs.get("since"), attrs.get("until")
+    if since and until and since >= until:
+        raise serializers.ValidationError({"until": ["Must be after since."]})
+    return attrs

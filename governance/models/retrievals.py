@@ -11,23 +11,7 @@ from governance.models.facts import Fact
 from governance.models.history import append_only
 from governance.models.policies import PolicyVersion
 from governance.models.projects import Agent, Principal, Project, Session
-
-MODES = ("resume", "confirm", "new")
-REASONS = (
-    "below_authority",
-    "stale",
-    "expired",
-    "not_yet_valid",
-    "superseded",
-    "withdrawn",
-    "not_active",
-    "kind_not_allowed",
-    "identity_unverified",
-    "low_relevance",
-    "duplicate",
-    "conflict_lost",
-    "over_budget",
-)
+from governance.rules.retrieval import MODES, REASONS
 
 
 class RetrievalEvent(models.Model):

@@ -26,18 +26,9 @@ from governance.exports import export_response
 from governance.models import Fact
 from governance.rules.export import FORMATS
 from governance.selectors import audit as selectors
-from governance.views.base import console_view, get_scoped
+from governance.views.base import console_view, datetime_local_field, get_scoped
 
 PAGE_SIZE = 50
-_LOCAL_DATETIME = "%Y-%m-%dT%H:%M"
-
-
-def _datetime_field(label: str) -> forms.DateTimeField:
-    return forms.DateTimeField(
-        label=label,
-        required=False,
-        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format=_LOCAL_DATETIME),
-    )
 
 
 class HistoryFilterForm(forms.Form):
@@ -51,8 +42,8 @@ class HistoryFilterForm(forms.Form):
         widget=forms.TextInput(attrs={"list": "audit-actions"}),
         help_text="An action (fact.withdrawn), a family (fact) or retrieval.",
     )
-    since = _datetime_field("Since")
-    until = _datetime_field("Until")
+    since = datetime_local_field("Since")
+    until = datetime_local_field("Until")
     principal = forms.CharField(required=False, max_length=200, label="Principal (external id)")
     fact = forms.IntegerField(required=False, min_value=1, label="Fact id")
     project = forms.ChoiceField(required=False, label="Project")

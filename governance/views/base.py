@@ -10,6 +10,7 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar
 
+from django import forms
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db.models import Model, QuerySet
@@ -19,6 +20,8 @@ from django.shortcuts import get_object_or_404
 from governance import access
 
 M = TypeVar("M", bound=Model)
+# datetime-local inputs send and expect this shape; the forms also accept full ISO 8601.
+LOCAL_DATETIME = "%Y-%m-%dT%H:%M"
 View = Callable[..., HttpResponse]
 
 
@@ -56,3 +59,12 @@ def get_scoped(
     request: HttpRequest, queryset: QuerySet[M], project_field: str = "project", **lookup: Any
 ) -> M:
     return get_object_or_404(scoped(request, queryset, project_field), **lookup)
+
+
+def datetime_local_field(label: str) -> forms.DateTimeField:
+    """An optional period bound rendered as the browser's datetime-local picker."""
+    return forms.DateTimeField(
+        label=label,
+        required=False,
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format=LOCAL_DATETIME),
+    )

@@ -8,6 +8,7 @@ from django import forms
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from governance import access
@@ -115,7 +116,12 @@ def _act(request: HttpRequest, fact_id: int, name: str) -> HttpResponse:
             if _is_htmx(request):
                 return _render(request, _facts(request, fact_id), notice=done)
             messages.success(request, done)
-            # Post/redirect/get, so a reload does not repeat the action.
+            # Post/redirect/get, so a reload does not repeat the action; pages
+            # that offer these actions inline (the principal page) name
+            # themselves in ``next``.
+            back = request.POST.get("next", "")
+            if back and url_has_allowed_host_and_scheme(back, {request.get_host()}, request.is_secure()):
+                return redirect(back)
             return redirect("facts:detail", fact_id=fact.pk)
     return _render(request, fact, bound={name: form}, status=400)
 

@@ -12,44 +12,31 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django import forms
-from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.cache import patch_vary_headers
-from django.views.decorators.http import require_POST
 from django_htmx.middleware import HtmxDetails
 
 from governance import access
-from governance.models import Agent, Fact, Principal, Project, RetrievalEvent
+from governance.models import Agent, Principal, Project, RetrievalEvent
 from governance.models.retrievals import MODES, REASONS
 from governance.selectors import retrievals as selectors
 from governance.selectors.sessions import principal_sessions
-from governance.services import facts as fact_service
-from governance.views.base import console_view, get_scoped
+from governance.views.base import console_view, datetime_local_field, get_scoped
 
 PAGE_SIZE = 50
 _ANY = ("", "any")
-# datetime-local inputs send and expect this shape; the form also accepts full ISO 8601.
-_LOCAL_DATETIME = "%Y-%m-%dT%H:%M"
-
-
-def _datetime_field(label: str) -> forms.DateTimeField:
-    return forms.DateTimeField(
-        label=label,
-        required=False,
-        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format=_LOCAL_DATETIME),
-    )
 
 
 class LogFilterForm(forms.Form):
     agent = forms.ChoiceField(required=False)
     principal = forms.CharField(required=False, max_length=200, label="Principal (external id)")
     session = forms.CharField(required=False, max_length=200, label="Session (external id)")
-    since = _datetime_field("Since")
-    until = _datetime_field("Until")
+    since = datetime_local_field("Since")
+    until = datetime_local_field("Until")
     mode = forms.ChoiceField(required=False, choices=[_ANY, *((m, m) for m in MODES)])
     reason = forms.ChoiceField(
         required=False, choices=[_ANY, *((r, r) for r in REASONS)], label="Excluded for"
@@ -188,46 +175,3 @@ def principal(request: HttpRequest, project: str, external_id: str) -> HttpRespo
             "log_url": _with_query(reverse("retrievals:log"), {"principal": person.external_id}),
         },
     )
-
-
-class FactActionForm(forms.Form):
-    reason = forms.CharField(max_length=2000, strip=True)
-    agent = forms.CharField(required=False, max_length=64)
-
-
-def _fact_action(request: HttpRequest, fact_id: int, action: str) -> HttpResponse:
-    """Withdraw (R8) or verify (R9) one fact, then return to the principal page it was shown on."""
-    fact = get_scoped(
-        request, Fact.objects.select_related("project", "principal"), pk=fact_id, principal__isnull=False
-    )
-    assert fact.principal is not None
-    form = FactActionForm(request.POST)
-    target = _principal_url(fact.principal, request.POST.get("agent") or None)
-    if not form.is_valid():
-        messages.error(request, f"Fact {fact.pk}: give a reason.")
-        return HttpResponseRedirect(target)
-    reason = form.cleaned_data["reason"]
-    try:
-        if action == "withdraw":
-            fact_service.withdraw_fact(
-                fact, reason=reason, actor=f"user:{request.user.get_username()}", user=request.user
-            )
-            messages.success(request, f"Fact {fact.pk} was withdrawn; a tombstone blocks re-learning it.")
-        else:
-            fact_service.verify_fact(fact, user=request.user, reason=reason)
-            messages.success(request, f"Fact {fact.pk} was verified today.")
-    except fact_service.FactStateError as exc:
-        messages.error(request, f"Fact {fact.pk}: {exc}")
-    return HttpResponseRedirect(target)
-
-
-@console_view(write_roles=access.REVIEW_ROLES)
-@require_POST
-def withdraw_fact(request: HttpRequest, fact_id: int) -> HttpResponse:
-    return _fact_action(request, fact_id, "withdraw")
-
-
-@console_view(write_roles=access.REVIEW_ROLES)
-@require_POST
-def verify_fact(request: HttpRequest, fact_id: int) -> HttpResponse:
-    return _fact_action(request, fact_id, "verify")

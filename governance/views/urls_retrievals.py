@@ -10,6 +10,4 @@ urlpatterns: list[URLPattern] = [
     path("<int:event_id>/", retrievals.detail, name="detail"),
     # The external id comes last and may hold any character, slashes included.
     path("principals/<slug:project>/<path:external_id>/", retrievals.principal, name="principal"),
-    path("principal-facts/<int:fact_id>/withdraw/", retrievals.withdraw_fact, name="withdraw_fact"),
-    path("principal-facts/<int:fact_id>/verify/", retrievals.verify_fact, name="verify_fact"),
 ]

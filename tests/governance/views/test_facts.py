@@ -230,3 +230,24 @@ def test_hostile_statement_is_inert_on_the_fact_page(riley, support_bot):
 
     assert "&lt;img src=x onerror=" in html
     assert_inert(html)
+
+
+def test_withdraw_from_the_principal_page_returns_there(client, reviewer, project):
+    from tests.personas import FactFactory, PrincipalFactory
+
+    person = PrincipalFactory.create(project=project, external_id="dana")
+    fact = FactFactory.create(project=project, principal=person, statement="Dana's old phone number is 555")
+    back = reverse("retrievals:principal", args=[project.slug, "dana"])
+    client.force_login(reviewer)
+    response = client.post(
+        reverse("facts:withdraw", args=[fact.pk]), {"reason": "Dana asked us to forget it", "next": back}
+    )
+    assert response.status_code == 302 and response["Location"] == back
+    fact.refresh_from_db()
+    assert fact.status == "withdrawn" and fact.statement == ""
+    # An off-site "next" is ignored: the fact page is the fallback.
+    other = FactFactory.create(project=project, principal=person, statement="Dana likes tea")
+    response = client.post(
+        reverse("facts:verify", args=[other.pk]), {"reason": "Confirmed", "next": "https://evil.example/"}
+    )
+    assert response["Location"] == reverse("facts:detail", args=[other.pk])

@@ -364,11 +364,11 @@ def test_reviewer_withdraws_and_verifies_from_the_principal_page(reviewer_client
     page = "/retrievals/principals/acme/alice/?agent=support-bot"
     body = reviewer_client.get(page).content.decode()
     stale = alice_facts["stale"]
-    assert f'action="/retrievals/principal-facts/{stale.pk}/verify/"' in body
+    assert f'action="/facts/{stale.pk}/verify"' in body
 
     response = reviewer_client.post(
-        f"/retrievals/principal-facts/{stale.pk}/verify/",
-        {"reason": "Confirmed on the phone", "agent": "support-bot"},
+        f"/facts/{stale.pk}/verify",
+        {"reason": "Confirmed on the phone", "next": page},
     )
     assert response.status_code == 302 and response["Location"] == page
     stale.refresh_from_db()
@@ -377,8 +377,8 @@ def test_reviewer_withdraws_and_verifies_from_the_principal_page(reviewer_client
 
     wrong = alice_facts["disputed"]
     response = reviewer_client.post(
-        f"/retrievals/principal-facts/{wrong.pk}/withdraw/",
-        {"reason": "The person asked us to forget it", "agent": "support-bot"},
+        f"/facts/{wrong.pk}/withdraw",
+        {"reason": "The person asked us to forget it", "next": page},
     )
     assert response.status_code == 302
     wrong.refresh_from_db()
@@ -389,14 +389,14 @@ def test_reviewer_withdraws_and_verifies_from_the_principal_page(reviewer_client
 
 def test_withdraw_without_reason_changes_nothing(reviewer_client, alice_facts):
     fact = alice_facts["recent"]
-    reviewer_client.post(f"/retrievals/principal-facts/{fact.pk}/withdraw/", {"reason": "  "})
+    reviewer_client.post(f"/facts/{fact.pk}/withdraw", {"reason": "  "})
     fact.refresh_from_db()
     assert fact.status == "active"
 
 
 def test_auditor_cannot_withdraw(auditor_client, alice_facts):
     fact = alice_facts["recent"]
-    response = auditor_client.post(f"/retrievals/principal-facts/{fact.pk}/withdraw/", {"reason": "no"})
+    response = auditor_client.post(f"/facts/{fact.pk}/withdraw", {"reason": "no"})
     assert response.status_code == 403
     assert Fact.objects.get(pk=fact.pk).status == "active"
 
@@ -406,7 +406,7 @@ def test_principal_and_facts_of_another_project_are_404(client, other_project, a
     client.login(username=user.username, password=PASSWORD)
     assert client.get("/retrievals/principals/acme/alice/").status_code == 404
     fact = alice_facts["recent"]
-    assert client.post(f"/retrievals/principal-facts/{fact.pk}/withdraw/", {"reason": "x"}).status_code == 404
+    assert client.post(f"/facts/{fact.pk}/withdraw", {"reason": "x"}).status_code == 404
     assert Fact.objects.get(pk=fact.pk).status == "active"
 
 

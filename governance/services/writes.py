@@ -96,25 +96,31 @@ def submit_write(
         existing = _replay(agent, idempotency_key, digest)
         if existing is not None:
             return existing
-    try:
-        return _submit(
-            agent,
-            request,
-            idempotency_key=idempotency_key,
-            digest=digest,
-            extra_findings=extra_findings,
-            auto_approve_min_authority=auto_approve_min_authority,
-            after_create=after_create,
-            corroborate=corroborate,
-        )
-    except IntegrityError as exc:
-        # A concurrent request with the same key committed first (the unique
-        # index made us wait for it): answer with its write.
-        if idempotency_key and "write_idempotency_key_unique" in str(exc):
-            existing = _replay(agent, idempotency_key, digest)
-            if existing is not None:
-                return existing
-        raise
+    for attempt in range(2):
+        try:
+            return _submit(
+                agent,
+                request,
+                idempotency_key=idempotency_key,
+                digest=digest,
+                extra_findings=extra_findings,
+                auto_approve_min_authority=auto_approve_min_authority,
+                after_create=after_create,
+                corroborate=corroborate,
+            )
+        except IntegrityError as exc:
+            # A concurrent request with the same key committed first (the unique
+            # index made us wait for it): answer with its write.
+            if idempotency_key and "write_idempotency_key_unique" in str(exc):
+                existing = _replay(agent, idempotency_key, digest)
+                if existing is not None:
+                    return existing
+            # Two first writes for one key raced and the other became active:
+            # once more, now seeing it as the fact to supersede or corroborate.
+            if attempt == 0 and "fact_one_active_per_key" in str(exc):
+                continue
+            raise
+    raise AssertionError("unreachable")
 
 
 def _replay(agent: Agent, idempotency_key: str, digest: str) -> Write | None:

@@ -267,3 +267,28 @@ def test_concurrent_duplicates_with_one_key_create_one_write(project):
     assert results == [201] * 4
     assert Write.objects.filter(idempotency_key="race-1").count() == 1
     assert Fact.objects.filter(principal__external_id="alice").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_racing_first_writes_for_one_key_leave_one_active_fact(project):
+    bot = make_agent(project, "key-racer")
+    results: list[int] = []
+    barrier = threading.Barrier(3)
+
+    def send(n: int) -> None:
+        barrier.wait()
+        try:
+            results.append(
+                post(bot, body(kind="profile", key="home_city", statement=f"Lives in city {n}")).status_code
+            )
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=send, args=(n,)) for n in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [201, 201, 201]
+    assert Fact.objects.filter(key="home_city", status="active").count() == 1
+    assert Fact.objects.filter(key="home_city", status="superseded").count() == 2

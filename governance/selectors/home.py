@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db.models import Avg, Count, Min, Q, QuerySet
 from django.utils import timezone
@@ -68,11 +69,11 @@ def overview(projects: QuerySet[Project], *, now: datetime | None = None) -> lis
         .annotate(n=Count("id"))
         .order_by("event__project", "-n", "reason")
     ):
-        exclusions.setdefault(row["event__project"], []).append((row["reason"], row["n"]))
+        exclusions.setdefault(row["event__project"], []).append((str(row["reason"]), int(row["n"])))
     result = []
     for project in projects.order_by("slug"):
-        wait = waiting.get(project.pk, {})
-        use = usage.get(project.pk, {})
+        wait: dict[str, Any] = waiting.get(project.pk, {})
+        use: dict[str, Any] = usage.get(project.pk, {})
         result.append(
             ProjectOverview(
                 project=project,

@@ -44,8 +44,8 @@ def overview(projects: QuerySet[Project], *, now: datetime | None = None) -> lis
         .annotate(n=Count("id"))
         .values_list("project", "n")
     )
-    waiting = {
-        row["project"]: row
+    waiting: dict[int, dict[str, Any]] = {
+        row["project"]: dict(row)
         for row in Write.objects.filter(project__in=ids, status__in=["pending_review", "quarantined"])
         .values("project")
         .annotate(
@@ -54,8 +54,8 @@ def overview(projects: QuerySet[Project], *, now: datetime | None = None) -> lis
             oldest=Min("created_at"),
         )
     }
-    usage = {
-        row["project"]: row
+    usage: dict[int, dict[str, Any]] = {
+        row["project"]: dict(row)
         for row in RetrievalEvent.objects.filter(project__in=ids, created_at__gte=since)
         .values("project")
         .annotate(n=Count("id"), tokens=Avg("tokens_used"), budget=Avg("token_budget"))

@@ -42,9 +42,6 @@ class GovernanceAPIView(APIView):
     permission_classes = [HasRole]
     write_roles: frozenset[str] | None = None
 
-    def get_exception_handler_context(self) -> dict[str, Any]:
-        return super().get_exception_handler_context()
-
 
 def check_period(attrs: dict[str, Any]) -> dict[str, Any]:
     """Shared by the listing queries: an empty or inverted period is a client error."""

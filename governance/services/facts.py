@@ -550,4 +550,5 @@ def end_scope(facts: QuerySet[Fact], *, reason: str, actor_label: str) -> int:
 
 
 def statement_digest(statement: str) -> str:
+    """The digest history and the audit chain keep in place of erasable text (R8, R15)."""
     return hashlib.sha256(statement.encode()).hexdigest()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +12,7 @@ from governance.models import Fact, ReviewDecision, Write
 from governance.rules.text import statement_fingerprint
 from governance.rules.tokens import count_tokens
 from governance.services import audit
-from governance.services.facts import enqueue_embedding, supersede_fact
+from governance.services.facts import enqueue_embedding, statement_digest, supersede_fact
 from governance.services.writes import fingerprint_key
 
 REVIEWABLE = ("pending_review", "quarantined")
@@ -142,7 +141,7 @@ def _approved_fact(write: Write, edited: str | None, reviewer: Any) -> Fact:
         # The fact was never active, so its text can still change; the write
         # keeps what the agent sent and the decision keeps the edit.
         fact.statement = edited
-        fact.statement_digest = hashlib.sha256(edited.encode()).hexdigest()
+        fact.statement_digest = statement_digest(edited)
         fact.fingerprint = statement_fingerprint(edited, fingerprint_key())
         fact.embedding = None
         fact.embedded_at = None

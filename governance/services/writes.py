@@ -24,7 +24,7 @@ from governance.rules import guard
 from governance.rules.text import near_duplicate, normalise_statement, statement_fingerprint
 from governance.rules.tokens import count_tokens
 from governance.services import audit
-from governance.services.facts import corroborate_fact, enqueue_embedding, supersede_fact
+from governance.services.facts import corroborate_fact, enqueue_embedding, statement_digest, supersede_fact
 
 BURST_WINDOW = timedelta(minutes=10)
 AMPLIFICATION_WINDOW = timedelta(hours=1)
@@ -286,7 +286,7 @@ def _submit(
             "fact": write.fact.pk if write.fact else None,
             "supersedes": [f.pk for f in supersedes],
             "corroborates": corroborated.pk if corroborated else None,
-            "statement_digest": hashlib.sha256(request.statement.encode()).hexdigest(),
+            "statement_digest": statement_digest(request.statement),
         },
     )
     if write.fact is not None and corroborated is None:
@@ -457,7 +457,7 @@ def _create_fact(
         status=status,
         status_reason="" if status == "active" else f"Write {status.replace('_', ' ')}",
         token_count=count_tokens(write.statement, policy_encoding),
-        statement_digest=hashlib.sha256(write.statement.encode()).hexdigest(),
+        statement_digest=statement_digest(write.statement),
         fingerprint=write.fingerprint,
         derived_from_retrieval=write.derived_from_retrieval,
     )

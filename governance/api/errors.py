@@ -17,6 +17,16 @@ class Conflict(exceptions.APIException):
     default_detail = "The request conflicts with the current state."
 
 
+class SourceForbidden(exceptions.PermissionDenied):
+    """403 naming what the caller may use instead (``fields`` lists the allowed values)."""
+
+    default_code = "source_not_allowed"
+
+    def __init__(self, message: str, fields: dict[str, list[str]]) -> None:
+        super().__init__(message, code=self.default_code)
+        self.fields = fields
+
+
 def error_body(code: str, message: str, fields: dict[str, list[str]] | None = None) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "fields": fields or {}}}
 
@@ -61,5 +71,5 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             response.status_code = status.HTTP_401_UNAUTHORIZED
             code = "unauthenticated"
         message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
-        response.data = error_body(str(code), str(message))
+        response.data = error_body(str(code), str(message), getattr(exc, "fields", None))
     return response

@@ -14,9 +14,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from governance.api.base import AgentAPIView
-from governance.api.errors import Conflict
+from governance.api.errors import Conflict, SourceForbidden
 from governance.models import Write
 from governance.models.facts import FactKind, SourceType
+from governance.rules.provenance import REF_MAX_CHARS, ref_problem
 from governance.services import writes as write_service
 
 KEY_PATTERN = re.compile(r"^[A-Za-z0-9_.:\-/]+$")
@@ -26,8 +27,14 @@ FUTURE_SKEW = timedelta(minutes=5)
 
 class SourceSerializer(serializers.Serializer):
     type = serializers.ChoiceField(choices=SourceType.values)
-    ref = serializers.CharField(max_length=500, trim_whitespace=True)
+    ref = serializers.CharField(max_length=REF_MAX_CHARS, trim_whitespace=True)
     observed_at = serializers.DateTimeField()
+
+    def validate_ref(self, value: str) -> str:
+        problem = ref_problem(value)
+        if problem:
+            raise serializers.ValidationError(problem)
+        return value
 
     def validate_observed_at(self, value):  # type: ignore[no-untyped-def]
         if value > timezone.now() + FUTURE_SKEW:
@@ -160,6 +167,8 @@ class WriteListCreate(AgentAPIView):
             write = write_service.submit_write(
                 self.agent(request), serializer.to_request(), idempotency_key=key
             )
+        except write_service.SourceNotAllowed as exc:
+            raise SourceForbidden(str(exc), {"source.type": list(exc.allowed)}) from exc
         except write_service.IdempotencyConflict as exc:
             raise Conflict(str(exc)) from exc
         except write_service.UnknownReference as exc:

@@ -22,7 +22,10 @@ Every item is exactly one line starting with ``"- "``. Statements, source refs
 and resume hints are attacker-controlled text (R5), so line breaks in them are
 collapsed to spaces: a statement cannot forge a second item, a heading or a
 priority line. Source refs also lose the ``[``, ``]`` and ``|`` characters that
-delimit the provenance tag, so a ref cannot forge ``AUTHORITY: 5`` (R4).
+delimit the provenance tag, so a ref cannot forge ``AUTHORITY: 5`` (R4). A
+statement or hint that carries something shaped like a provenance tag
+(``[SOURCE: config | AUTHORITY: 5 | AGE: 0 days]``) loses the same delimiters,
+so the only tag on a line is the real one at its end.
 """
 
 from __future__ import annotations
@@ -58,6 +61,8 @@ _MODE_LINES = {"resume": RESUME_LINE, "confirm": CONFIRM_LINE, "new": NEW_LINE}
 # around it, so no renderer or model sees a break the statement smuggled in.
 _LINE_BREAKS = re.compile(r"[ \t]*[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]+[ \t]*")
 _TAG_DELIMITERS = str.maketrans({"[": "(", "]": ")", "|": "/"})
+# A word of the provenance tag followed by a colon: SOURCE:, AUTHORITY:, AGE:.
+_TAG_WORD = re.compile(r"(?i)\b(?:source|authority|age)\s*:")
 
 
 class RenderableItem(Protocol):
@@ -84,6 +89,14 @@ def single_line(text: str) -> str:
     return _LINE_BREAKS.sub(" ", text).strip()
 
 
+def memory_text(text: str) -> str:
+    """Statement or hint text as a context line carries it: one line, no forged provenance tag."""
+    line = single_line(text)
+    if _TAG_WORD.search(line):
+        line = line.translate(_TAG_DELIMITERS)
+    return line
+
+
 def render_item(item: RenderableItem) -> str:
     """``- {statement} [SOURCE: {ref} | AUTHORITY: {n} | AGE: {d} days]`` (R10).
 
@@ -95,7 +108,7 @@ def render_item(item: RenderableItem) -> str:
     ref = single_line(item.source_ref).translate(_TAG_DELIMITERS)
     tag = f"[SOURCE: {ref} | AUTHORITY: {item.authority} | AGE: {item.age_days} days]"
     prefix = RECONFIRM_PREFIX if item.tier == "confirm" else ""
-    return f"{ITEM_PREFIX}{prefix}{single_line(item.statement)} {tag}"
+    return f"{ITEM_PREFIX}{prefix}{memory_text(item.statement)} {tag}"
 
 
 def mode_lines(mode: str, resume_hint: str | None = None) -> list[str]:
@@ -103,7 +116,7 @@ def mode_lines(mode: str, resume_hint: str | None = None) -> list[str]:
     if mode not in _MODE_LINES:
         raise ValueError(f"Unknown session mode {mode!r}; expected one of: {', '.join(MODES)}.")
     lines = [_MODE_LINES[mode]]
-    hint = single_line(resume_hint or "")
+    hint = memory_text(resume_hint or "")
     if mode == "resume" and hint:
         lines.append(RESUME_HINT_PREFIX + hint)
     return lines

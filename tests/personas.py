@@ -90,11 +90,14 @@ class AgentPersona:
         return client
 
 
-def make_agent(project: Project, slug: str, **policy: Any) -> AgentPersona:
+def make_agent(project: Project, slug: str, *, config_source: bool = False, **policy: Any) -> AgentPersona:
+    """An agent with a key; ``config_source`` marks it as one that may write configuration."""
     from governance.rules.policy import PolicySettings
 
     with actor_scope("test"):
         agent = agents.ensure_agent(project, slug, policy=PolicySettings(**policy) if policy else None)
+        if config_source:
+            agent = agents.set_source_claims(agent, is_config_source=True, reason="test persona")
         _, secret = credentials.create_agent_key(agent)
     return AgentPersona(agent, secret)
 
@@ -122,6 +125,12 @@ def other_project(db: Any) -> Project:
 @pytest.fixture
 def support_bot(project: Project) -> AgentPersona:
     return make_agent(project, "support-bot")
+
+
+@pytest.fixture
+def config_bot(project: Project) -> AgentPersona:
+    """The agent that syncs the project's configuration (may write source type config)."""
+    return make_agent(project, "config-sync", config_source=True)
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from governance.api.base import AgentAPIView
 from governance.models import RetrievalEvent
 from governance.services import retrievals as retrieval_service
+from governance.services.sessions import SessionError
 
 
 class RetrieveRequestSerializer(serializers.Serializer):
@@ -90,6 +91,7 @@ def event_detail(event: RetrievalEvent) -> dict[str, object]:
         "candidate_count": event.candidate_count,
         "excluded": event.excluded_count,
         "static_block_cached": event.static_block_cached,
+        "cache_note": event.cache_note,
         "timings": event.timings,
         "created_at": event.created_at.isoformat(),
     }
@@ -105,10 +107,10 @@ class Retrieve(AgentAPIView):
         serializer = RetrieveRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         try:
-            event, plan = retrieval_service.retrieve(self.agent(request), serializer.to_request())
-        except retrieval_service.SessionMismatch as exc:
-            raise serializers.ValidationError({"session": [str(exc)]}) from exc
-        return Response(retrieval_service.response_body(event, plan))
+            event, result = retrieval_service.retrieve(self.agent(request), serializer.to_request())
+        except SessionError as exc:
+            raise serializers.ValidationError({exc.field: [str(exc)]}) from exc
+        return Response(retrieval_service.response_body(event, result))
 
 
 class RetrievalDetail(AgentAPIView):

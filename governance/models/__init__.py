@@ -14,6 +14,7 @@ from governance.models.projects import (
     Session,
 )
 from governance.models.retrievals import RetrievalCandidate, RetrievalEvent
+from governance.models.sessions import SessionBlock
 from governance.models.writes import ReviewDecision, Write
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "RetrievalEvent",
     "ReviewDecision",
     "Session",
+    "SessionBlock",
     "Supersession",
     "Tombstone",
     "Write",

@@ -64,6 +64,12 @@ class Agent(models.Model):
     )
     created_at = models.DateTimeField(default=timezone.now)
     retired_at = models.DateTimeField(null=True, blank=True)
+    # Which source types this agent's keys may put on a write (R3, R4): empty
+    # means every type an agent may claim. ``reviewer`` is never claimable by
+    # an agent, and ``config`` only when an admin marks the agent as one that
+    # syncs configuration (rules/supersession.py: claimable_sources).
+    allowed_source_types = ArrayField(models.CharField(max_length=32), default=list, blank=True)
+    is_config_source = models.BooleanField(default=False)
 
     if TYPE_CHECKING:
         active_policy_id: int | None
@@ -138,7 +144,12 @@ class Principal(models.Model):
 
 
 class Session(models.Model):
-    """One conversation of an agent with a principal."""
+    """One conversation of an agent with a principal.
+
+    Bound when it is created to exactly one principal, or to none for good
+    (services/sessions.py: open_session); the cached session-start blocks
+    live in ``SessionBlock``.
+    """
 
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="sessions")
     agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="sessions")
@@ -155,14 +166,6 @@ class Session(models.Model):
     # R9's mode, fixed when the session's first retrieval computes it: later
     # rounds reuse the cached block, so they must agree with it.
     mode = models.CharField(max_length=16, blank=True)
-    # R12: the session-start block, computed on round 1 and returned
-    # byte-identical afterwards; cleared when one of its facts is withdrawn.
-    static_block = models.TextField(null=True, blank=True)
-    static_block_tokens = models.PositiveIntegerField(default=0)
-    static_block_fact_ids = ArrayField(models.BigIntegerField(), default=list, blank=True)
-    static_block_policy = models.ForeignKey(
-        "governance.PolicyVersion", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
-    )
 
     class Meta:
         ordering = ["-started_at"]

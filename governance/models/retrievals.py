@@ -38,6 +38,9 @@ class RetrievalEvent(models.Model):
     reasons = models.JSONField(default=list)
     timings = models.JSONField(default=dict)
     static_block_cached = models.BooleanField(default=False)
+    # Why a later round computed its session-start block instead of reusing
+    # the cached one (R12 gives way to R1, R2 and R13); blank otherwise.
+    cache_note = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -21,9 +21,10 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from governance.rules import rendering
 from governance.rules.policy import PolicySettings
@@ -213,7 +214,7 @@ def plan_retrieval(
     reasons: list[str | None] = []
     tiers: list[str | None] = []
     for candidate, age in zip(candidates, ages, strict=True):
-        reason, tier = _eligibility(candidate, age, policy, now=now, mode=mode, verified=identity_verified)
+        reason, tier = eligibility(candidate, age, policy, now=now, mode=mode, verified=identity_verified)
         reasons.append(reason)
         tiers.append(tier)
 
@@ -298,7 +299,44 @@ def plan_retrieval(
     )
 
 
-def _eligibility(
+def cached_selection(
+    facts: Sequence[Candidate],
+    recorded: Sequence[Mapping[str, Any]],
+    policy: PolicySettings,
+    *,
+    now: datetime,
+) -> tuple[tuple[Decision, ...], tuple[SelectedItem, ...]]:
+    """Decisions and items for a reused session-start block (R12, R14).
+
+    The block's text is returned byte for byte, so each item is reported as it
+    was rendered: the tier, age and tokens ``recorded`` when the block was
+    made. Scores are today's, so the event still explains the ranking.
+    """
+    by_id = {int(r["fact_id"]): r for r in recorded}
+    decisions: list[Decision] = []
+    items: list[SelectedItem] = []
+    for candidate in facts:
+        rendered = by_id.get(candidate.fact_id, {})
+        age = int(rendered.get("age_days", age_in_days(candidate.last_verified_at, now)))
+        tier = str(rendered.get("tier") or "recent")
+        tokens = int(rendered.get("tokens", 0))
+        decisions.append(
+            Decision(
+                fact_id=candidate.fact_id,
+                decision="selected",
+                reason=None,
+                tier=tier,
+                age_days=age,
+                scores=score(candidate, age, policy),
+                tokens=tokens,
+                per_round=False,
+            )
+        )
+        items.append(_selected_item(candidate, age, tier, tokens, policy))
+    return tuple(decisions), tuple(items)
+
+
+def eligibility(
     candidate: Candidate,
     age: int,
     policy: PolicySettings,
@@ -569,7 +607,7 @@ def freshness_tier(age_days: int, policy: PolicySettings) -> str:
     """R9's tier by age alone, for showing what an agent holds: ``recent``, ``confirm`` or ``stale``.
 
     A retrieval also weighs status, validity, authority and session mode
-    (``_eligibility``); this is only the age part, for a fact already active.
+    (``eligibility``); this is only the age part, for a fact already active.
     """
     if age_days <= policy.recent_days:
         return "recent"

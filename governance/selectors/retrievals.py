@@ -134,9 +134,19 @@ def per_round_candidates(
     return candidates
 
 
-def cached_static_facts(session: Session) -> list[Candidate]:
-    """The facts a cached session-start block holds, for duplicate and R18 checks on later rounds."""
-    rows = Fact.objects.filter(pk__in=session.static_block_fact_ids).only(*CANDIDATE_FIELDS).order_by("id")
+def block_facts(project: Project, principal: Principal | None, fact_ids: Sequence[int]) -> list[Candidate]:
+    """The facts a cached session-start block holds, within this retrieval's scope (R1, R12).
+
+    One query by primary key; a fact outside the scope is not returned, so the
+    caller treats it as no longer eligible.
+    """
+    if not fact_ids:
+        return []
+    rows = (
+        Fact.objects.filter(_scope(project, principal), pk__in=list(fact_ids))
+        .only(*CANDIDATE_FIELDS)
+        .order_by("id")
+    )
     return [_to_candidate(row, None) for row in rows]
 
 

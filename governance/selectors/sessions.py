@@ -12,10 +12,11 @@ from dataclasses import dataclass
 
 from django.db.models import QuerySet
 
-from governance.models import Fact, Principal, RetrievalEvent, Session, Write
+from governance.models import Fact, Principal, RetrievalEvent, Session, SessionBlock, Write
 from governance.rules import guard
 from governance.rules.sessions import resume_hint_findings
 from governance.rules.summaries import DroppedItem, highlight_source
+from governance.rules.supersession import effective_caps
 
 SUMMARY_CHECK = "summary_check"
 
@@ -94,6 +95,8 @@ class SessionPage:
     summary: SummaryDiff | None
     # The guard's findings on the resume hint; any means retrieval withholds it (R5).
     hint_findings: tuple[guard.Finding, ...]
+    # The session-start blocks cached for later rounds (R12), newest first.
+    blocks: list[SessionBlock]
 
     @property
     def hint_withheld(self) -> bool:
@@ -102,13 +105,13 @@ class SessionPage:
 
 def sessions_for_page() -> QuerySet[Session]:
     """Sessions with what the page header shows; scope it to the viewer's projects first."""
-    return Session.objects.select_related(
-        "project", "agent", "principal", "summary_fact", "static_block_policy"
-    ).defer("summary_fact__embedding")
+    return Session.objects.select_related("project", "agent", "principal", "summary_fact").defer(
+        "summary_fact__embedding"
+    )
 
 
 def session_page(session: Session) -> SessionPage:
-    """Everything the session page shows, in three queries after the session itself."""
+    """Everything the session page shows, in four queries after the session itself."""
     rounds = list(
         RetrievalEvent.objects.filter(session=session)
         .select_related("policy_version")
@@ -124,8 +127,14 @@ def session_page(session: Session) -> SessionPage:
         (w for w in writes if session.summary_fact_id is not None and w.fact_id == session.summary_fact_id),
         None,
     )
-    caps = {**guard.DEFAULT_SOURCE_CAPS, **(session.project.source_caps or {})}
+    caps = effective_caps(session.project.source_caps)
+    blocks = list(
+        SessionBlock.objects.filter(session=session)
+        .select_related("policy_version")
+        .order_by("-created_at", "-id")
+    )
     return SessionPage(
+        blocks=blocks,
         session=session,
         rounds=rounds,
         writes=writes,

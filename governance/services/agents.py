@@ -14,6 +14,7 @@ from django.utils.text import slugify
 from governance.context import current_actor
 from governance.models import Agent, Fact, PolicyVersion, Project, Session
 from governance.rules.policy import PolicySettings
+from governance.rules.supersession import PERSON_ONLY_SOURCES, SOURCE_TYPES
 from governance.services import audit, credentials
 from governance.services.facts import end_scope
 from governance.services.sessions import end_session_scope
@@ -52,6 +53,59 @@ def ensure_agent(
     agent.active_policy = version
     agent.save(update_fields=["active_policy"])
     audit.record(project, "agent.created", agent, data={"slug": agent.slug, "policy_version": 1})
+    return agent
+
+
+class SourceClaimError(Exception):
+    """The source types asked for are not ones an agent can be allowed to claim."""
+
+
+@transaction.atomic
+def set_source_claims(
+    agent: Agent,
+    *,
+    allowed: list[str] | None = None,
+    is_config_source: bool | None = None,
+    reason: str,
+    user: Any = None,
+) -> Agent:
+    """Which source types ``agent``'s keys may claim (R3, R4); an administrator's decision, audited.
+
+    ``allowed`` empty or None keeps "every type an agent may claim";
+    ``reviewer`` can never be granted to an agent.
+    """
+    agent = Agent.objects.select_for_update().get(pk=agent.pk)
+    before = {
+        "allowed_source_types": list(agent.allowed_source_types),
+        "is_config_source": agent.is_config_source,
+    }
+    if allowed is not None:
+        unknown = sorted(set(allowed) - set(SOURCE_TYPES))
+        if unknown:
+            raise SourceClaimError(f"Unknown source types: {', '.join(unknown)}.")
+        refused = sorted(set(allowed) & PERSON_ONLY_SOURCES)
+        if refused:
+            raise SourceClaimError(
+                "Reviewer provenance comes only from a person in the console or governance API; "
+                "it cannot be given to an agent."
+            )
+        agent.allowed_source_types = [s for s in SOURCE_TYPES if s in set(allowed)]
+    if is_config_source is not None:
+        agent.is_config_source = is_config_source
+    after = {
+        "allowed_source_types": list(agent.allowed_source_types),
+        "is_config_source": agent.is_config_source,
+    }
+    if after != before:
+        agent.save(update_fields=["allowed_source_types", "is_config_source"])
+        audit.record(
+            agent.project,
+            "agent.sources_changed",
+            agent,
+            reason=reason,
+            actor_user=user if getattr(user, "pk", None) else None,
+            data={"before": before, "after": after},
+        )
     return agent
 
 

@@ -26,7 +26,7 @@ from governance.models.history import ERASURE_SETTING
 from governance.rules import guard
 from governance.rules.rendering import single_line
 from governance.rules.text import statement_fingerprint
-from governance.services import audit
+from governance.services import audit, session_blocks
 
 ERASED = "[withdrawn]"
 
@@ -68,6 +68,7 @@ def supersede_fact(
     link = Supersession.objects.create(
         old_fact=old, new_fact=new, reason=reason, decided_by=decided_by, write=write
     )
+    _invalidate_session_blocks([old.pk])
     audit.record(
         old.project,
         "fact.superseded",
@@ -121,6 +122,8 @@ def change_authority(fact: Fact, *, authority: int, user: Any, reason: str) -> F
     old = fact.authority
     fact.authority = authority
     fact.save(update_fields=["authority"])
+    # Below the floor it may no longer be injected; above, the cached tag is out of date.
+    _invalidate_session_blocks([fact.pk])
     audit.record(
         fact.project,
         "fact.authority_changed",
@@ -176,7 +179,11 @@ def withdraw_fact(fact: Fact, *, reason: str, actor: str, user: Any = None) -> T
     _invalidate_session_blocks([fact.pk])
     # The resume hint was written with the summary, from the same conversation:
     # forgetting the summary and still injecting "Last session: ..." would not be forgetting.
-    Session.objects.filter(summary_fact=fact).exclude(resume_hint="").update(resume_hint="")
+    hinted = list(
+        Session.objects.filter(summary_fact=fact).exclude(resume_hint="").values_list("pk", flat=True)
+    )
+    Session.objects.filter(pk__in=hinted).update(resume_hint="")
+    session_blocks.invalidate_hints(hinted)
     flagged = _flag_derived_summaries(fact)
     # A pending write of this fact has nothing left to review, and approving it
     # would bring back an empty active fact.
@@ -423,11 +430,7 @@ def _redact_retrievals(cursor: Any, fact: Fact, forms: list[str]) -> list[int]:
 
 def _invalidate_session_blocks(fact_ids: list[int]) -> int:
     """R12's cached blocks must not keep serving a fact that may no longer be injected (R2)."""
-    if not fact_ids:
-        return 0
-    return Session.objects.filter(static_block_fact_ids__overlap=fact_ids).update(
-        static_block=None, static_block_tokens=0, static_block_fact_ids=[], static_block_policy=None
-    )
+    return session_blocks.invalidate(fact_ids)
 
 
 def _flag_derived_summaries(fact: Fact) -> list[int]:

@@ -374,6 +374,10 @@ class _Replayer:
     ) -> tuple[rules.EventComparison, dict[str, Any]]:
         at = event.created_at
         draft = self.draft
+        if event.static_block_cached:
+            # A reused block's own items are recorded as selected on the round that
+            # reused it; the replay takes them from the round that computed it.
+            recorded = [row for row in recorded if row.per_round]
         candidates: list[retrieval.Candidate] = []
         kinds: dict[int, str] = {}
         extra: list[rules.Outcome] = []

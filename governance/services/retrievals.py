@@ -4,22 +4,20 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from governance.models import Agent, Principal, RetrievalCandidate, RetrievalEvent, Session
-from governance.rules import guard
+from governance.models import Agent, PolicyVersion, Principal, RetrievalCandidate, RetrievalEvent, Session
 from governance.rules import retrieval as rules
 from governance.rules.sessions import resume_hint_findings
-from governance.rules.tokens import count_tokens
+from governance.rules.supersession import effective_caps
 from governance.selectors import retrievals as selectors
+from governance.services import session_blocks
 from governance.services.embeddings import embed_query
-
-
-class SessionMismatch(Exception):
-    """The session id belongs to another principal (answered as 400)."""
+from governance.services.sessions import open_session
 
 
 @dataclass(frozen=True)
@@ -31,11 +29,22 @@ class RetrieveRequest:
     identity_verified: bool
 
 
-def retrieve(agent: Agent, request: RetrieveRequest) -> tuple[RetrievalEvent, rules.RetrievalPlan]:
+@dataclass(frozen=True)
+class Retrieval:
+    """What one retrieval decided, the cached session-start items included (R12, R14)."""
+
+    plan: rules.RetrievalPlan
+    decisions: tuple[rules.Decision, ...]
+    selected: tuple[rules.SelectedItem, ...]
+    mode: str
+    cached: bool
+    cache_note: str
+
+
+def retrieve(agent: Agent, request: RetrieveRequest) -> tuple[RetrievalEvent, Retrieval]:
     started = time.perf_counter()
     assert agent.active_policy is not None, "every agent has an active policy version"
     version = agent.active_policy
-    policy = version.policy
     now = timezone.now()
     # The query is embedded before the transaction: the model call holds no locks.
     query_vector = embed_query(request.query) if request.query else None
@@ -47,49 +56,10 @@ def retrieve(agent: Agent, request: RetrieveRequest) -> tuple[RetrievalEvent, ru
             if request.principal
             else None
         )
-        session = _session(agent, principal, request.session) if request.session else None
-
-        # R12: later rounds reuse the session-start block byte for byte, as long
-        # as it was made under the policy version in force.
-        cached = (
-            session is not None
-            and session.static_block is not None
-            and session.static_block_policy_id == version.pk
-            and request.round > 1
-        )
-        if cached:
-            assert session is not None
-            mode = session.mode
-            candidates = selectors.per_round_candidates(
-                agent.project, principal, session, policy, query_vector
-            )
-            plan = rules.plan_retrieval(
-                candidates,
-                policy,
-                now=now,
-                mode=mode,
-                identity_verified=request.identity_verified,
-                resume_hint=None,
-                cached_static_block=session.static_block,
-                cached_static_facts=selectors.cached_static_facts(session),
-            )
-        else:
-            mode = rules.session_mode(selectors.last_interaction(principal), now, policy)
-            if session is not None and session.mode:
-                mode = session.mode
-            candidates = [
-                *selectors.static_candidates(agent.project, principal, policy, query_vector),
-                *selectors.per_round_candidates(agent.project, principal, session, policy, query_vector),
-            ]
-            plan = rules.plan_retrieval(
-                candidates,
-                policy,
-                now=now,
-                mode=mode,
-                identity_verified=request.identity_verified,
-                resume_hint=_resume_hint(agent, principal, session) if mode == "resume" else None,
-                cached_static_block=None,
-            )
+        # The row lock orders the rounds of one session, so two rounds cannot
+        # both compute and cache its start block.
+        session = open_session(agent, request.session, principal, lock=True) if request.session else None
+        result = _decide(agent, version, principal, session, request, query_vector, now)
         planned = time.perf_counter()
         # The event is append-only, so its timings are what is known before it
         # is written: embedding the query, then fetching and deciding.
@@ -98,57 +68,125 @@ def retrieve(agent: Agent, request: RetrieveRequest) -> tuple[RetrievalEvent, ru
             "plan_ms": round((planned - embedded) * 1000, 2),
             "total_ms": round((planned - started) * 1000, 2),
         }
-        event = _record(
-            agent, version, principal, session, request, mode, plan, timings=timings, cached=cached
-        )
-        if session is not None:
-            _update_session(session, plan, mode, version.pk, policy.encoding, cached=cached)
+        event = _record(agent, version, principal, session, request, result, timings=timings)
         if principal is not None:
             Principal.objects.filter(pk=principal.pk).update(last_seen_at=now)
-    return event, plan
+    return event, result
 
 
-def _session(agent: Agent, principal: Principal | None, external_id: str) -> Session:
-    session, created = Session.objects.select_for_update().get_or_create(
-        agent=agent, external_id=external_id, defaults={"project": agent.project, "principal": principal}
+def _decide(
+    agent: Agent,
+    version: PolicyVersion,
+    principal: Principal | None,
+    session: Session | None,
+    request: RetrieveRequest,
+    query_vector: list[float] | None,
+    now: datetime,
+) -> Retrieval:
+    """Reuse the session's start block when R12 allows it, else compute (and cache) it."""
+    policy = version.policy
+    note = ""
+    if session is not None and request.round > 1:
+        reuse, note = session_blocks.reusable(
+            session, principal, identity_verified=request.identity_verified, version=version, now=now
+        )
+        if reuse is not None:
+            plan = rules.plan_retrieval(
+                selectors.per_round_candidates(agent.project, principal, session, policy, query_vector),
+                policy,
+                now=now,
+                mode=reuse.block.mode,
+                identity_verified=request.identity_verified,
+                resume_hint=None,
+                cached_static_block=reuse.block.text,
+                cached_static_facts=reuse.facts,
+            )
+            decisions, items = rules.cached_selection(reuse.facts, reuse.block.items, policy, now=now)
+            return Retrieval(
+                plan=plan,
+                decisions=(*decisions, *plan.decisions),
+                selected=(*items, *plan.selected),
+                mode=reuse.block.mode,
+                cached=True,
+                cache_note="",
+            )
+
+    # R9's mode is fixed by the session's first computation: a block computed
+    # again later in the session must agree with the rounds before it.
+    mode = session.mode if session is not None and session.mode else None
+    if mode is None:
+        mode = rules.session_mode(selectors.last_interaction(principal), now, policy)
+    candidates = [
+        *selectors.static_candidates(agent.project, principal, policy, query_vector),
+        *selectors.per_round_candidates(agent.project, principal, session, policy, query_vector),
+    ]
+    hint, hint_session_id = _resume_hint(agent, principal, session) if mode == "resume" else (None, None)
+    plan = rules.plan_retrieval(
+        candidates,
+        policy,
+        now=now,
+        mode=mode,
+        identity_verified=request.identity_verified,
+        resume_hint=hint,
+        cached_static_block=None,
     )
-    if not created and principal is not None and session.principal_id not in (None, principal.pk):
-        raise SessionMismatch(f"Session '{external_id}' belongs to another principal.")
-    return session
+    if session is not None:
+        if not session.mode:
+            Session.objects.filter(pk=session.pk).update(mode=mode)
+        session_blocks.store(
+            session,
+            principal,
+            identity_verified=request.identity_verified,
+            version=version,
+            mode=mode,
+            plan=plan,
+            hint_session_id=hint_session_id,
+        )
+    return Retrieval(
+        plan=plan,
+        decisions=plan.decisions,
+        selected=plan.selected,
+        mode=mode,
+        cached=False,
+        cache_note=note if request.round > 1 else "",
+    )
 
 
-def _resume_hint(agent: Agent, principal: Principal | None, session: Session | None) -> str | None:
-    """R9 resume: the hint left by the principal's latest ended session.
+def _resume_hint(
+    agent: Agent, principal: Principal | None, session: Session | None
+) -> tuple[str | None, int | None]:
+    """R9 resume: the hint left by the principal's latest ended session, and that session's id.
 
     Only the latest: an older session's hint would resume a conversation the
     person has since moved on from. A hint the write guard objects to (R5) is
     withheld rather than injected; its findings sit on the summary's write.
     """
     if principal is None:
-        return None
+        return None, None
     sessions = Session.objects.filter(principal=principal, ended_at__isnull=False)
     if session is not None:
         sessions = sessions.exclude(pk=session.pk)
-    previous = sessions.order_by("-ended_at", "-id").values_list("resume_hint", flat=True).first()
-    caps = {**guard.DEFAULT_SOURCE_CAPS, **(agent.project.source_caps or {})}
-    if not previous or resume_hint_findings(previous, caps):
-        return None
-    return previous
+    latest = sessions.order_by("-ended_at", "-id").values_list("pk", "resume_hint").first()
+    if latest is None:
+        return None, None
+    session_id, hint = latest
+    if not hint or resume_hint_findings(hint, effective_caps(agent.project.source_caps)):
+        return None, None
+    return hint, session_id
 
 
 def _record(
     agent: Agent,
-    version: Any,
+    version: PolicyVersion,
     principal: Principal | None,
     session: Session | None,
     request: RetrieveRequest,
-    mode: str,
-    plan: rules.RetrievalPlan,
+    result: Retrieval,
     *,
     timings: dict[str, float],
-    cached: bool,
 ) -> RetrievalEvent:
-    excluded = [d for d in plan.decisions if d.decision == "excluded"]
+    plan = result.plan
+    excluded = [d for d in result.decisions if d.decision == "excluded"]
     event = RetrievalEvent.objects.create(
         project=agent.project,
         agent=agent,
@@ -157,53 +195,39 @@ def _record(
         policy_version=version,
         round=request.round,
         query=request.query,
-        mode=mode,
+        mode=result.mode,
         identity_verified=request.identity_verified,
         context=plan.context,
         tokens_used=plan.tokens_used,
         token_budget=plan.token_budget,
-        candidate_count=len(plan.decisions),
+        candidate_count=len(result.decisions),
         excluded_count=len(excluded),
         reasons=sorted({d.reason for d in excluded if d.reason}),
-        static_block_cached=cached,
+        static_block_cached=result.cached,
+        cache_note=result.cache_note,
         timings=timings,
     )
-    rank = {item.fact_id: position for position, item in enumerate(plan.selected, start=1)}
+    rank = {item.fact_id: position for position, item in enumerate(result.selected, start=1)}
     RetrievalCandidate.objects.bulk_create(
         RetrievalCandidate(
             event=event,
             fact_id=d.fact_id,
             decision=d.decision,
             reason=d.reason,
-            rank=rank.get(d.fact_id),
+            rank=rank.get(d.fact_id) if d.decision == "selected" else None,
             tier=d.tier,
             age_days=d.age_days,
             per_round=d.per_round,
             scores={k: round(v, 6) for k, v in d.scores.items()},
             tokens=d.tokens,
         )
-        for d in plan.decisions
+        for d in result.decisions
     )
     return event
 
 
-def _update_session(
-    session: Session, plan: rules.RetrievalPlan, mode: str, version_id: int, encoding: str, *, cached: bool
-) -> None:
-    if cached:
-        return
-    static_ids = [item.fact_id for item in plan.selected if not item.per_round]
-    Session.objects.filter(pk=session.pk).update(
-        mode=mode,
-        static_block=plan.static_block,
-        static_block_tokens=count_tokens(plan.static_block, encoding) if plan.static_block else 0,
-        static_block_fact_ids=static_ids,
-        static_block_policy_id=version_id,
-    )
-
-
-def response_body(event: RetrievalEvent, plan: rules.RetrievalPlan) -> dict[str, Any]:
-    """The 200 body of POST /api/v1/retrieve (DESIGN.md)."""
+def response_body(event: RetrievalEvent, result: Retrieval) -> dict[str, Any]:
+    """The 200 body of POST /api/v1/retrieve (DESIGN.md); items include a reused block's."""
     return {
         "retrieval_id": event.pk,
         "mode": event.mode,
@@ -220,7 +244,7 @@ def response_body(event: RetrievalEvent, plan: rules.RetrievalPlan) -> dict[str,
                 "tier": item.tier,
                 "tokens": item.tokens,
             }
-            for item in plan.selected
+            for item in result.selected
         ],
         "tokens_used": event.tokens_used,
         "token_budget": event.token_budget,

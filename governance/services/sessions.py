@@ -1,4 +1,9 @@
-"""Ending a session: the summary (checked, R17), the resume hint, the end of its slots."""
+"""Sessions: opening one (bound to one principal, or to none, for good) and ending it.
+
+``open_session`` is the only door through which a session is created or
+used: writes, retrievals and session ends all pass through it, so a session
+cannot serve one person's memory to another (R1, R12).
+"""
 
 from __future__ import annotations
 
@@ -9,11 +14,12 @@ from django.utils import timezone
 
 from governance.models import Agent, Fact, Principal, Session, Write
 from governance.rules import guard
+from governance.rules.provenance import identifier_problem
 from governance.rules.sessions import resume_hint_findings
 from governance.rules.summaries import SummaryCheck, check_summary
+from governance.rules.supersession import effective_caps
 from governance.services import audit
 from governance.services.facts import end_scope
-from governance.services.writes import WriteRequest, submit_write
 
 SUMMARY_CHECK = "summary_check"
 # Summaries come from the agent's summarizer (authority 2 at most, R4). Their
@@ -23,9 +29,47 @@ SUMMARY_AUTO_APPROVE_FLOOR = 1
 
 
 class SessionError(Exception):
+    """The session cannot be used this way (answered as 400 with ``field``)."""
+
     def __init__(self, field: str, message: str) -> None:
         super().__init__(message)
         self.field = field
+
+
+def open_session(
+    agent: Agent, external_id: str, principal: Principal | None, *, lock: bool = False
+) -> Session:
+    """The agent's session ``external_id``, created on first use and bound to ``principal`` for good.
+
+    A session is about exactly one person, or about nobody (project memory
+    only), from the moment it is created: using it later with another
+    principal, or without one once it is bound, is refused. ``lock`` takes the
+    session's row lock, for callers that change what hangs off it (slots, the
+    cached blocks, its end).
+    """
+    problem = identifier_problem(external_id, "session id")
+    if problem:
+        raise SessionError("session", problem)
+    sessions = Session.objects.select_for_update() if lock else Session.objects
+    session, created = sessions.get_or_create(
+        agent=agent, external_id=external_id, defaults={"project": agent.project, "principal": principal}
+    )
+    wanted = principal.pk if principal is not None else None
+    if not created and session.principal_id != wanted:
+        if session.principal_id is None:
+            message = (
+                f"Session '{external_id}' began without a person (project memory only) and stays that "
+                "way; start a new session to work with memory about a person."
+            )
+        elif principal is None:
+            message = (
+                f"Session '{external_id}' is about a person: name the same principal, or use another "
+                "session for project memory only."
+            )
+        else:
+            message = f"Session '{external_id}' is about another person; start a new session for this one."
+        raise SessionError("session", message)
+    return session
 
 
 class SessionAlreadyEnded(Exception):
@@ -61,18 +105,21 @@ def summary_finding(check: SummaryCheck) -> guard.Finding:
     return guard.Finding(
         check=SUMMARY_CHECK,
         severity="medium",
-        detail=f"The summary drops what the conversation said (R17): {listed}{more}.",
+        detail=f"The summary leaves out what the conversation said: {listed}{more}.",
     )
 
 
 def end_session(agent: Agent, external_id: str, request: EndRequest) -> EndResult:
+    # Writes pass through open_session too, so this module cannot import them at load time.
+    from governance.services.writes import WriteRequest, submit_write
+
+    for field, value in (("first_event", request.first_event), ("last_event", request.last_event)):
+        problem = identifier_problem(value, field.replace("_", " "))
+        if problem:
+            raise SessionError(field, problem)
     with transaction.atomic():
         principal, _ = Principal.objects.get_or_create(project=agent.project, external_id=request.principal)
-        session, _ = Session.objects.select_for_update().get_or_create(
-            agent=agent, external_id=external_id, defaults={"project": agent.project, "principal": principal}
-        )
-        if session.principal_id not in (None, principal.pk):
-            raise SessionError("principal", f"Session '{external_id}' belongs to another principal.")
+        session = open_session(agent, external_id, principal, lock=True)
         if session.ended_at is not None:
             raise SessionAlreadyEnded(
                 f"Session '{external_id}' already ended at {session.ended_at.isoformat()}."
@@ -80,7 +127,7 @@ def end_session(agent: Agent, external_id: str, request: EndRequest) -> EndResul
         now = timezone.now()
         summary = request.summary.strip()
         check = check_summary(summary, request.source_text) if request.source_text and summary else None
-        caps = {**guard.DEFAULT_SOURCE_CAPS, **(agent.project.source_caps or {})}
+        caps = effective_caps(agent.project.source_caps)
         # The hint is injected verbatim next session (R9) but is no fact, so the
         # guard's findings on it ride on the summary's write, where a reviewer
         # sees them; retrieval withholds a hint that has any (R5).
@@ -124,10 +171,9 @@ def end_session(agent: Agent, external_id: str, request: EndRequest) -> EndResul
             session, reason=f"Session {external_id} ended", actor_label=f"agent:{agent.slug}"
         )
         session.ended_at = now
-        session.principal = session.principal or principal
         session.resume_hint = request.resume_hint.strip()
         session.summary_fact_id = write.fact_id if write else None
-        session.save(update_fields=["ended_at", "principal", "resume_hint", "summary_fact"])
+        session.save(update_fields=["ended_at", "resume_hint", "summary_fact"])
         Principal.objects.filter(pk=principal.pk).update(last_seen_at=now)
         audit.record(
             agent.project,

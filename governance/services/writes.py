@@ -21,10 +21,12 @@ from django.utils import timezone
 
 from governance.models import Agent, Fact, Principal, RetrievalEvent, Session, Tombstone, Write
 from governance.rules import guard
+from governance.rules import supersession as supersession_rules
 from governance.rules.text import near_duplicate, normalise_statement, statement_fingerprint
 from governance.rules.tokens import count_tokens
 from governance.services import audit
 from governance.services.facts import corroborate_fact, enqueue_embedding, statement_digest, supersede_fact
+from governance.services.sessions import SessionError, open_session
 
 BURST_WINDOW = timedelta(minutes=10)
 AMPLIFICATION_WINDOW = timedelta(hours=1)
@@ -34,6 +36,30 @@ RISK_BY_SEVERITY = {"high": 3, "medium": 2, "low": 1}
 
 class IdempotencyConflict(Exception):
     """The Idempotency-Key was used before with another body."""
+
+
+class SourceNotAllowed(Exception):
+    """The agent may not claim this source type (answered as 403, naming the allowed ones)."""
+
+    def __init__(self, source_type: str, allowed: tuple[str, ...]) -> None:
+        if source_type in supersession_rules.PERSON_ONLY_SOURCES:
+            why = "reviewer provenance comes only from a person in the console or governance API"
+        elif source_type == supersession_rules.CONFIG_SOURCE:
+            why = "only agents an administrator marks as configuration sources may write configuration"
+        else:
+            why = "this agent is not configured to claim it"
+        super().__init__(
+            f"This agent may not write memory with source type '{source_type}': {why}. "
+            f"Allowed: {', '.join(allowed) or 'none'}."
+        )
+        self.source_type = source_type
+        self.allowed = allowed
+
+
+def claimable_sources(agent: Agent) -> tuple[str, ...]:
+    return supersession_rules.claimable_sources(
+        agent.allowed_source_types, is_config_source=agent.is_config_source
+    )
 
 
 class UnknownReference(Exception):
@@ -91,6 +117,9 @@ def submit_write(
     must keep its own event range and check, and a repeat of an earlier
     summary must not skip the review its own check asked for.
     """
+    allowed = claimable_sources(agent)
+    if request.source_type not in allowed:
+        raise SourceNotAllowed(request.source_type, allowed)
     digest = request.digest()
     if idempotency_key:
         existing = _replay(agent, idempotency_key, digest)
@@ -153,9 +182,16 @@ def _submit(
     now = timezone.now()
 
     principal = _principal(agent, request.principal)
-    session = (
-        _session(agent, principal, request.session, lock=request.kind == "slot") if request.session else None
-    )
+    try:
+        # A slot write locks the session so it cannot slip in while end_session
+        # (which holds the same lock) is ending the session's slots.
+        session = (
+            open_session(agent, request.session, principal, lock=request.kind == "slot")
+            if request.session
+            else None
+        )
+    except SessionError as exc:
+        raise UnknownReference(exc.field, str(exc)) from exc
     if request.kind == "slot" and session is not None and session.ended_at is not None:
         # A slot is working memory of a live session; once the session ended
         # (R8 end_of_scope) it would never be injected anyway.
@@ -168,7 +204,7 @@ def _submit(
     current = _current_fact_for_key(project.pk, principal, slot_session, request.key)
 
     context = guard.GuardContext(
-        source_caps={**guard.DEFAULT_SOURCE_CAPS, **(project.source_caps or {})},
+        source_caps=supersession_rules.effective_caps(project.source_caps),
         fingerprint_key=fingerprint_key(),
         rejected_fingerprints=frozenset(
             Write.objects.filter(project=project, fingerprint=fingerprint, status="rejected").values_list(
@@ -238,13 +274,24 @@ def _submit(
         # A near-duplicate adds no memory: it strengthens the fact it repeats.
         outcome = "active"
     elif current is not None and outcome != "rejected":
-        if outcome == "active" and _may_supersede(request.source_type, result.authority, current):
+        incumbent = _incumbent(current)
+        if outcome == "active" and supersession_rules.may_supersede(
+            request.source_type, result.authority, incumbent
+        ):
             supersedes.append(current)
         else:
             write.conflicts_with = current
             if outcome == "active":
                 outcome = "pending_review"
-            findings.append(_conflict_finding(request.source_type, result.authority, current))
+            findings.append(
+                {
+                    "check": CONFLICT_CHECK,
+                    "severity": "medium",
+                    "detail": supersession_rules.conflict_detail(
+                        request.source_type, result.authority, incumbent
+                    ),
+                }
+            )
 
     write.findings = findings
     write.risk = _risk(findings)
@@ -259,12 +306,14 @@ def _submit(
 
     for old in supersedes:
         assert write.fact is not None
-        rule = "R7" if request.source_type == "config" and principal is None else "R6"
+        incumbent = _incumbent(old)
         supersede_fact(
             old,
             write.fact,
-            reason=_supersede_reason(rule, request, old),
-            decided_by=f"rule:{rule}",
+            reason=supersession_rules.supersede_reason(
+                request.source_type, request.source_ref, request.key, incumbent
+            ),
+            decided_by=f"rule:{supersession_rules.supersession_rule(request.source_type, incumbent)}",
             write=write,
         )
     if corroborated is not None:
@@ -322,18 +371,6 @@ def _principal(agent: Agent, external_id: str | None) -> Principal | None:
     return principal
 
 
-def _session(agent: Agent, principal: Principal | None, external_id: str, *, lock: bool) -> Session:
-    # A slot write locks the session so it cannot slip in while end_session
-    # (which holds the same lock) is ending the session's slots.
-    sessions = Session.objects.select_for_update() if lock else Session.objects
-    session, created = sessions.get_or_create(
-        agent=agent, external_id=external_id, defaults={"project": agent.project, "principal": principal}
-    )
-    if not created and principal is not None and session.principal_id not in (None, principal.pk):
-        raise UnknownReference("session", f"Session '{external_id}' belongs to another principal.")
-    return session
-
-
 def _derived_event(agent: Agent, retrieval_id: int | None) -> RetrievalEvent | None:
     if retrieval_id is None:
         return None
@@ -388,39 +425,13 @@ def _duplicate_of(
     return None
 
 
-def _may_supersede(source_type: str, authority: int, old: Fact) -> bool:
-    """R6/R7: who may replace an active fact without a person deciding."""
-    if source_type == "config" and old.principal_id is None:
-        return True  # R7: current configuration validates project facts.
-    if source_type in guard.DIRECT_EVIDENCE:
-        return authority >= old.authority
-    # Indirect sources never replace direct evidence on their own (R6).
-    return old.source_type not in guard.DIRECT_EVIDENCE and authority >= old.authority
-
-
-def _conflict_finding(source_type: str, authority: int, old: Fact) -> dict[str, str]:
-    quoted = old.statement if len(old.statement) <= 80 else old.statement[:77] + "..."
-    if source_type in ("model_inference", "summarizer") and old.source_type in guard.DIRECT_EVIDENCE:
-        why = f"{source_type} never replaces direct evidence ({old.source_type}) on its own (R6)"
-    elif authority < old.authority:
-        why = f"its authority {authority} is below the current fact's {old.authority} (R6)"
-    else:
-        why = "it needs review before it can replace the current fact"
-    return {
-        "check": CONFLICT_CHECK,
-        "severity": "medium",
-        "detail": f"Would replace fact {old.pk} (\u201c{quoted}\u201d); waits for a reviewer because {why}.",
-    }
-
-
-def _supersede_reason(rule: str, request: WriteRequest, old: Fact) -> str:
-    if rule == "R7":
-        return (
-            f"R7: current configuration ({request.source_ref}) replaces the project fact for '{request.key}'."
-        )
-    return (
-        f"R6: {request.source_type} ({request.source_ref}) states a different value for '{request.key}' "
-        f"with authority at least the old fact's {old.authority}."
+def _incumbent(fact: Fact) -> supersession_rules.Incumbent:
+    return supersession_rules.Incumbent(
+        fact_id=fact.pk,
+        statement=fact.statement,
+        source_type=fact.source_type,
+        authority=fact.authority,
+        is_project_fact=fact.principal_id is None,
     )
 
 

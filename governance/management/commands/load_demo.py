@@ -63,6 +63,9 @@ MAX_AGE_DAYS = 250
 
 SUPPORT_BOT = "support-bot"
 CODE_ASSISTANT = "code-assistant"
+# Configuration reaches memory through the one agent an admin marked as a
+# configuration source; the other agents may not claim that source.
+CONFIG_SYNC = "config-sync"
 
 # The support bot runs on DESIGN.md's defaults, except that it never receives
 # the coding assistant's tool instructions. The coding assistant trusts CI and
@@ -597,7 +600,7 @@ class DemoBuilder:
         tag: str = "",
     ) -> Planned:
         planned = Planned(
-            agent=agent,
+            agent=CONFIG_SYNC if source_type == "config" else agent,
             request=WriteRequest(
                 principal=principal,
                 kind=kind,
@@ -1115,6 +1118,12 @@ class DemoBuilder:
             SUPPORT_BOT: agents.ensure_agent(project, SUPPORT_BOT, name="Support bot", policy=SUPPORT_POLICY),
             CODE_ASSISTANT: agents.ensure_agent(
                 project, CODE_ASSISTANT, name="Coding assistant", policy=CODE_POLICY
+            ),
+            CONFIG_SYNC: agents.set_source_claims(
+                agents.ensure_agent(project, CONFIG_SYNC, name="Configuration sync"),
+                allowed=["config", "documentation", "tool_output"],
+                is_config_source=True,
+                reason="Syncs repository configuration and documentation into project memory",
             ),
         }
         self.plan_customers()

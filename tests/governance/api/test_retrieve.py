@@ -84,7 +84,7 @@ def test_region_change_injects_only_the_new_region(support_bot):
     assert by_fact[old["fact"]["id"]]["reason"] == "superseded"
 
 
-def test_python_upgrade_by_config_injects_only_3_13_and_keeps_history(support_bot):
+def test_python_upgrade_by_config_injects_only_3_13_and_keeps_history(support_bot, config_bot):
     old = write(
         support_bot,
         principal=None,
@@ -95,7 +95,7 @@ def test_python_upgrade_by_config_injects_only_3_13_and_keeps_history(support_bo
         ref="docs/setup.md",
     )
     write(
-        support_bot,
+        config_bot,
         principal=None,
         kind="project_fact",
         key="python_version",

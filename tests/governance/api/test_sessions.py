@@ -127,7 +127,7 @@ def test_summary_that_drops_the_vp_of_engineering_is_flagged_and_waits_in_the_qu
             "check": "summary_check",
             "severity": "medium",
             "detail": (
-                "The summary drops what the conversation said (R17): title: \u201cVP of Engineering\u201d."
+                "The summary leaves out what the conversation said: title: \u201cVP of Engineering\u201d."
             ),
         }
     ]
@@ -186,7 +186,7 @@ def test_ending_a_session_twice_is_a_conflict_and_another_principal_is_refused(
     retrieve(support_bot, session="s-2", round=1)
     other = end(support_bot, "s-2", summary="", principal="bob")
     assert other.status_code == 400
-    assert "principal" in other.json()["error"]["fields"]
+    assert "session" in other.json()["error"]["fields"]
     assert Session.objects.get(external_id="s-2").ended_at is None
 
 

@@ -124,7 +124,7 @@ def test_model_inference_never_supersedes_direct_evidence_on_its_own(support_bot
     assert Write.objects.get(pk=data["id"]).conflicts_with_id == first["fact"]["id"]
 
 
-def test_config_write_supersedes_project_fact_at_once(support_bot):
+def test_config_write_supersedes_project_fact_at_once(support_bot, config_bot):
     old = post(
         support_bot,
         body(
@@ -136,7 +136,7 @@ def test_config_write_supersedes_project_fact_at_once(support_bot):
         ),
     ).json()
     new = post(
-        support_bot,
+        config_bot,
         body(
             principal=None,
             kind="project_fact",

@@ -16,7 +16,16 @@ from django.db import connection
 from django.utils import timezone
 
 from governance.context import actor_scope
-from governance.models import AuditEntry, Fact, RetrievalCandidate, ReviewDecision, Session, Tombstone, Write
+from governance.models import (
+    AuditEntry,
+    Fact,
+    RetrievalCandidate,
+    ReviewDecision,
+    Session,
+    SessionBlock,
+    Tombstone,
+    Write,
+)
 from governance.services import agents as agent_service
 from governance.services import audit, reviews
 from governance.services import facts as fact_service
@@ -157,7 +166,7 @@ def test_withdrawn_fact_is_absent_from_retrieval(support_bot, remembered):
     assert remembered not in [item["fact_id"] for item in fresh["items"]]
     assert reason_for(fresh, remembered) == "withdrawn"
     # The open session's cached block (R12) was dropped, so round 2 recomputes without it.
-    assert Session.objects.get(external_id="s-2").static_block is None
+    assert not SessionBlock.objects.filter(session__external_id="s-2").exists()
     later_round = retrieve(support_bot, "s-2", round=2)
     assert FRAGMENT not in later_round["context"]
 
@@ -347,12 +356,12 @@ def test_the_sweep_drops_cached_blocks_that_hold_an_expired_fact(support_bot):
         valid_to=(timezone.now() + timedelta(hours=1)).isoformat(),
     )["fact"]["id"]
     retrieve(support_bot, "s-1")
-    assert lapsing in Session.objects.get(external_id="s-1").static_block_fact_ids
+    assert lapsing in SessionBlock.objects.get(session__external_id="s-1").fact_ids
     Fact.objects.filter(pk=lapsing).update(valid_to=timezone.now() - timedelta(seconds=1))
 
     fact_service.expire_due_facts()
 
-    assert Session.objects.get(external_id="s-1").static_block is None
+    assert not SessionBlock.objects.filter(session__external_id="s-1").exists()
     assert "support rota" not in retrieve(support_bot, "s-1", round=2)["context"]
 
 
@@ -406,11 +415,13 @@ def test_ending_a_scope_is_one_transaction(support_bot, monkeypatch):
     assert support_bot.agent.keys.filter(revoked_at__isnull=False).count() == 0
 
 
-def test_archiving_a_project_ends_all_its_facts_and_nothing_elsewhere(project, support_bot, outsider_bot):
+def test_archiving_a_project_ends_all_its_facts_and_nothing_elsewhere(
+    project, support_bot, config_bot, outsider_bot
+):
     facts = [
         write(support_bot, "Prefers email over phone calls")["fact"]["id"],
         write(
-            support_bot, "The API runs on Python 3.13", principal=None, kind="project_fact", source="config"
+            config_bot, "The API runs on Python 3.13", principal=None, kind="project_fact", source="config"
         )["fact"]["id"],
         slot(support_bot, "Drafting ticket 4413", "s-1"),
         propose(support_bot, "Mentioned they like jazz").fact_id,  # pending review

@@ -65,7 +65,7 @@ def test_facts_are_replayed_as_they_stood_at_each_retrieval(project):
 
 
 def test_replaying_an_unchanged_policy_reproduces_every_recorded_decision(project):
-    bot = make_agent(project, "tight-bot", token_budget=150)
+    bot = make_agent(project, "tight-bot", config_source=True, token_budget=150)
     other = make_agent(project, "other-bot")
     for days in (1, 3, 5, 9, 12, 18, 25, 40):
         write(bot, f"Preference verified {days} days ago, about the weekly report layout", days_ago=days)

@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from governance.context import actor_scope
-from governance.models import Fact, Principal, RetrievalCandidate, Session, Write
+from governance.models import Fact, Principal, Session, Write
 from governance.rules.rendering import (
     NEW_LINE,
     PRIORITY,
@@ -19,8 +19,8 @@ from governance.rules.rendering import (
 from governance.services import reviews
 from governance.services.facts import withdraw_fact
 from governance.services.retrievals import RetrieveRequest, retrieve
-from governance.services.sessions import EndRequest, end_session
-from governance.services.writes import WriteRequest, submit_write
+from governance.services.sessions import EndRequest, SessionError, end_session
+from governance.services.writes import UnknownReference, WriteRequest, submit_write
 from tests.personas import AgentPersona
 
 pytestmark = pytest.mark.django_db
@@ -166,18 +166,15 @@ def test_a_slot_approved_after_its_session_ended_stays_out_of_scope(
     assert "Cart holds" not in later.context
 
 
-def test_slots_reach_only_the_principal_they_are_about_even_in_a_shared_session_id(
-    support_bot: AgentPersona,
-) -> None:
-    # A principal-less retrieval opens the session without pinning anyone to it.
+def test_a_session_opened_without_a_person_never_takes_one_on(support_bot: AgentPersona) -> None:
+    # A principal-less retrieval binds the session to nobody, for good: neither
+    # Alice's slot nor Bob's round can use it, so nothing can cross between them.
     ask(support_bot, "kiosk", 1, principal=None)
-    alices = slot(support_bot, "kiosk", "Cart holds 2 items")
-    assert alices.status == "active"
-
-    bobs_round = ask(support_bot, "kiosk", 2, principal="bob")
-
-    assert not RetrievalCandidate.objects.filter(event=bobs_round, fact_id=alices.fact_id).exists()
-    assert "Cart holds" not in bobs_round.context
+    with pytest.raises(UnknownReference, match="began without a person"):
+        slot(support_bot, "kiosk", "Cart holds 2 items")
+    with pytest.raises(SessionError, match="began without a person"):
+        ask(support_bot, "kiosk", 2, principal="bob")
+    assert Session.objects.get(external_id="kiosk").principal is None
 
 
 def test_a_new_principal_gets_almost_nothing_and_is_seen_from_then_on(support_bot: AgentPersona) -> None:

@@ -1,0 +1,56 @@
+"""The session-start blocks a session has computed, cached for later rounds (R12)."""
+
+from __future__ import annotations
+
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.db import models
+from django.utils import timezone
+
+from governance.models.policies import PolicyVersion
+from governance.models.projects import Principal, Session
+
+
+class SessionBlock(models.Model):
+    """One session-start block, reused byte for byte on later rounds (R12).
+
+    Keyed by everything that decides its content: the session, the principal
+    it was made for, whether identity was verified (R13) and the policy
+    version. It records the facts it holds, so a change to any of them drops
+    it (services/session_blocks.py), and a later round re-checks them before
+    reuse. A cache, not a record: rows are deleted, and the retrieval events
+    keep the exact text that was returned (R14).
+    """
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="blocks")
+    principal = models.ForeignKey(
+        Principal, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    identity_verified = models.BooleanField()
+    policy_version = models.ForeignKey(PolicyVersion, on_delete=models.CASCADE, related_name="+")
+    mode = models.CharField(max_length=16)
+    text = models.TextField()
+    tokens = models.PositiveIntegerField()
+    fact_ids = ArrayField(models.BigIntegerField(), default=list, blank=True)
+    # Per fact, in rank order: {"fact_id", "tier", "age_days", "tokens"} as
+    # rendered in ``text``; no statement text, so erasure has nothing here to scrub.
+    items = models.JSONField(default=list, blank=True)
+    # The ended session whose resume hint the block quotes ("Last session: ..."):
+    # withdrawing that session's summary clears the hint and drops this block.
+    hint_session = models.ForeignKey(
+        Session, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["session", "principal", "identity_verified", "policy_version"],
+                nulls_distinct=False,
+                name="session_block_key_unique",
+            )
+        ]
+        indexes = [GinIndex(fields=["fact_ids"], name="session_block_facts_gin")]
+
+    def __str__(self) -> str:
+        return f"block of session {self.session_id}"

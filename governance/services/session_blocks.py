@@ -1,0 +1,133 @@
+"""The cache of session-start blocks (R12), and the one place that drops entries from it.
+
+R12 hands a session's start block back byte-identical on later rounds. R1, R2
+and R13 always win over it, which this module secures three ways:
+
+- a block is looked up by session, principal, identity state and policy
+  version, so a round that differs in any of them never sees it;
+- every service that changes a fact's eligibility (supersede, approve,
+  reject, withdraw, expire, re-rate, end of scope) calls ``invalidate`` with
+  the fact's id, and every block holding it is dropped in the same
+  transaction;
+- ``reusable`` re-checks the block's facts with the same pure eligibility
+  rule retrieval uses before handing the block out, so a missed invalidation
+  can never inject an ineligible fact: the block is dropped, recomputed, and
+  the retrieval event says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from governance.models import PolicyVersion, Principal, Session, SessionBlock
+from governance.rules import retrieval as rules
+from governance.rules.tokens import count_tokens
+from governance.selectors import retrievals as selectors
+
+
+@dataclass(frozen=True)
+class Reuse:
+    """A block that may be reused, with its facts as candidates in their recorded order."""
+
+    block: SessionBlock
+    facts: list[rules.Candidate]
+
+
+def invalidate(fact_ids: Iterable[int]) -> int:
+    """Drop every cached block that holds any of these facts; how many were dropped."""
+    ids = sorted({int(i) for i in fact_ids})
+    if not ids:
+        return 0
+    deleted, _ = SessionBlock.objects.filter(fact_ids__overlap=ids).delete()
+    return deleted
+
+
+def invalidate_hints(session_ids: Iterable[int]) -> int:
+    """Drop every cached block that quotes the resume hint of one of these sessions."""
+    ids = sorted({int(i) for i in session_ids})
+    if not ids:
+        return 0
+    deleted, _ = SessionBlock.objects.filter(hint_session_id__in=ids).delete()
+    return deleted
+
+
+def _lookup(
+    session: Session, principal: Principal | None, identity_verified: bool, version: PolicyVersion
+) -> SessionBlock | None:
+    return SessionBlock.objects.filter(
+        session=session,
+        principal=principal,
+        identity_verified=identity_verified,
+        policy_version=version,
+    ).first()
+
+
+def reusable(
+    session: Session,
+    principal: Principal | None,
+    *,
+    identity_verified: bool,
+    version: PolicyVersion,
+    now: datetime,
+) -> tuple[Reuse | None, str]:
+    """The block to reuse for this round, or None and why it must be computed.
+
+    One indexed query for the block and one by primary key for its facts,
+    scoped to this project and principal (R1): a fact that moved out of scope
+    is simply not found and counts as ineligible.
+    """
+    block = _lookup(session, principal, identity_verified, version)
+    if block is None:
+        return None, "No session-start block was cached for this person, identity state and policy version."
+    found = {c.fact_id: c for c in selectors.block_facts(session.project, principal, block.fact_ids)}
+    policy = version.policy
+    facts: list[rules.Candidate] = []
+    for fact_id in block.fact_ids:
+        candidate = found.get(fact_id)
+        if candidate is None:
+            reason: str | None = "out of scope"
+        else:
+            age = rules.age_in_days(candidate.last_verified_at, now)
+            reason, _ = rules.eligibility(
+                candidate, age, policy, now=now, mode=block.mode, verified=identity_verified
+            )
+        if reason is not None:
+            block.delete()
+            return None, f"Recomputed: fact {fact_id} in the cached block is no longer eligible ({reason})."
+        assert candidate is not None
+        facts.append(candidate)
+    return Reuse(block=block, facts=facts), ""
+
+
+def store(
+    session: Session,
+    principal: Principal | None,
+    *,
+    identity_verified: bool,
+    version: PolicyVersion,
+    mode: str,
+    plan: rules.RetrievalPlan,
+    hint_session_id: int | None,
+) -> SessionBlock:
+    """Cache this round's session-start block under its key, replacing an older one."""
+    static = [item for item in plan.selected if not item.per_round]
+    block, _ = SessionBlock.objects.update_or_create(
+        session=session,
+        principal=principal,
+        identity_verified=identity_verified,
+        policy_version=version,
+        defaults={
+            "mode": mode,
+            "hint_session_id": hint_session_id,
+            "text": plan.static_block,
+            "tokens": count_tokens(plan.static_block, version.policy.encoding) if plan.static_block else 0,
+            "fact_ids": [item.fact_id for item in static],
+            "items": [
+                {"fact_id": i.fact_id, "tier": i.tier, "age_days": i.age_days, "tokens": i.tokens}
+                for i in static
+            ],
+        },
+    )
+    return block

@@ -41,6 +41,7 @@ UserLike = Any
 ProjectRef = Project | int
 
 _CACHE = "_governance_memberships"
+_SLUGS = "_governance_membership_slugs"
 
 
 def memberships(user: UserLike) -> dict[int, str]:
@@ -51,15 +52,27 @@ def memberships(user: UserLike) -> dict[int, str]:
     if cached is None:
         from governance.models import Membership
 
-        cached = dict(Membership.objects.filter(user_id=user.pk).values_list("project_id", "role"))
+        rows = list(
+            Membership.objects.filter(user_id=user.pk).values_list("project_id", "role", "project__slug")
+        )
+        cached = {pid: role for pid, role, _ in rows}
         setattr(user, _CACHE, cached)
+        setattr(user, _SLUGS, {pid: slug for pid, _, slug in rows})
     return cached
+
+
+def project_roles(user: UserLike) -> list[tuple[str, str]]:
+    """``[(project slug, role)]`` sorted by slug, for showing; from the same cached query."""
+    held = memberships(user)
+    slugs: dict[int, str] = getattr(user, _SLUGS, {})
+    return sorted((slugs[pid], role) for pid, role in held.items() if pid in slugs)
 
 
 def forget(user: UserLike) -> None:
     """Drop the cached roles (after a membership change within the same request)."""
-    if hasattr(user, _CACHE):
-        delattr(user, _CACHE)
+    for name in (_CACHE, _SLUGS):
+        if hasattr(user, name):
+            delattr(user, name)
 
 
 def _project_id(project: ProjectRef) -> int:

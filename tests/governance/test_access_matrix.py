@@ -159,7 +159,7 @@ def _url(route: Route, values: dict[str, Any], *, session_external: str) -> str:
     return reverse(route.name, kwargs=kwargs)
 
 
-def _state() -> tuple[int, ...]:
+def _state() -> tuple[object, ...]:
     return (
         AuditEntry.objects.count(),
         Fact.objects.filter(status="active").count(),

@@ -63,7 +63,9 @@ def test_auditor_in_a_reviewer_in_b_decides_only_b_in_the_console(client, split,
     client.force_login(split)
     body = {"action": "approve", "reason": "ok"}
 
-    assert client.post(reverse("reviews:decide", args=[writes["a"].pk]), body).status_code == 403
+    refused = client.post(reverse("reviews:decide", args=[writes["a"].pk]), body)
+    assert refused.status_code == 403
+    assert "Your role in this project does not allow this." in refused.content.decode()
     assert Write.objects.get(pk=writes["a"].pk).status == "pending_review"
     assert client.post(reverse("reviews:decide", args=[writes["b"].pk]), body).status_code == 302
     assert Write.objects.get(pk=writes["b"].pk).status == "active"

@@ -5,7 +5,9 @@ resolves the object it acts on through ``get_checked`` (or calls ``check``
 with a project): outside the user's projects that is a 404, and a role that
 does not allow the action in that project is a 403 (``governance.access``).
 A state-changing view that answers success without having checked a role is
-a programming error, caught by ``console_view``.
+a programming error: ``console_view`` turns it into a server error. That is
+detection, not prevention (the change is already made), which is why the
+access matrix test posts to every URL with the wrong role.
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ def _rss_mb() -> float:
 
 
 def _insert(n: int, retrievals: int) -> tuple[Any, float]:
-    from django.contrib.auth.models import Group, User
+    from django.contrib.auth.models import User
     from django.db import connection
 
     from governance.context import actor_scope
@@ -63,8 +63,7 @@ def _insert(n: int, retrievals: int) -> tuple[Any, float]:
         project = agents.ensure_project("bench", name="Bench")
         agent = agents.ensure_agent(project, "bench-bot")
     user = User.objects.create_user("bench-auditor", password="x")
-    user.groups.add(Group.objects.get(name="auditor"))
-    Membership.objects.create(user=user, project=project)
+    Membership.objects.create(user=user, project=project, role="auditor")
 
     last = AuditEntry.objects.filter(project=project).order_by("-sequence").first()
     sequence = last.sequence if last else 0

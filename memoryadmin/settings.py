@@ -65,7 +65,7 @@ SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("BEHIN
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", default=not DEBUG)
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "memoryadmin.admin_site.OperatorAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -96,6 +96,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "governance.middleware.AuditContextMiddleware",
+    "governance.middleware.PrivatePagesMiddleware",
 ]
 
 ROOT_URLCONF = "memoryadmin.urls"
@@ -138,6 +139,11 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Personal access tokens: the lifetime a new token gets unless asked otherwise,
+# and the longest anyone may ask for.
+ACCESS_TOKEN_DEFAULT_DAYS = env_int("ACCESS_TOKEN_DEFAULT_DAYS", 90)
+ACCESS_TOKEN_MAX_DAYS = env_int("ACCESS_TOKEN_MAX_DAYS", 365)
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"

@@ -11,7 +11,7 @@ from typing import Any
 import factory
 import pytest
 from django.conf import settings
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -68,14 +68,22 @@ class FactFactory(factory.django.DjangoModelFactory[Fact]):
 
 
 def make_user(username: str, role: str | None, *projects: Project) -> User:
+    """A console user holding ``role`` in each of ``projects`` (roles are per project).
+
+    Stored directly, without an audit entry, so tests that count entries count only
+    their own; the audited path is governance.services.memberships.
+    """
     user = User.objects.create_user(username=username, password=PASSWORD)
-    if role:
-        # get_or_create: a transaction=True test flushes every table, the groups that
-        # migration 0003 created included, before the next transactional test runs.
-        user.groups.add(Group.objects.get_or_create(name=role)[0])
+    if role is None:
+        return user  # a signed-up person who belongs to no project yet
     for project in projects:
-        Membership.objects.create(user=user, project=project)
+        Membership.objects.create(user=user, project=project, role=role)
     return user
+
+
+def grant(user: User, role: str, project: Project) -> None:
+    """Give an existing persona a (different) role in another project."""
+    Membership.objects.update_or_create(user=user, project=project, defaults={"role": role})
 
 
 @dataclass

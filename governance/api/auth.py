@@ -55,7 +55,9 @@ class AccessTokenAuthentication(authentication.BaseAuthentication):
             return None
         token = credentials.authenticate_access_token(secret)
         if token is None or not token.user.is_active:
-            raise exceptions.AuthenticationFailed("The access token is not valid (unknown or revoked).")
+            raise exceptions.AuthenticationFailed(
+                "The access token is not valid (unknown, revoked or expired)."
+            )
         context.set_actor(f"user:{token.user.get_username()}", user=token.user)
         return token.user, token
 
@@ -69,18 +71,18 @@ class IsAgent(permissions.BasePermission):
 
 
 class HasRole(permissions.BasePermission):
-    """Reads need any console role; writes need the view's ``write_roles``."""
+    """A person with a membership somewhere; the view then checks the role in the project
+    of the object at hand (``GovernanceAPIView.check``), or lists only the projects whose
+    role allows it. A state-changing method needs the view to declare ``write_roles``."""
+
+    message = "You are not a member of any project."
 
     def has_permission(self, request: Request, view: Any) -> bool:
         user = request.user
         if not getattr(user, "is_authenticated", False) or isinstance(user, AgentPrincipal):
             return False
-        needed = (
-            access.READ_ROLES
-            if request.method in permissions.SAFE_METHODS
-            else getattr(view, "write_roles", None)
-        )
-        if needed is None or not access.has_any_role(user, needed):
+        unsafe = request.method not in permissions.SAFE_METHODS
+        if not access.memberships(user) or (unsafe and getattr(view, "write_roles", None) is None):
             access.log_denied(user, f"{request.method} {request.path}", view.__class__.__name__)
             return False
         return True

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from rest_framework import serializers
+from rest_framework import permissions, serializers
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
+from governance import access
 from governance.api.auth import (
     AccessTokenAuthentication,
     AgentKeyAuthentication,
@@ -36,11 +38,26 @@ class AgentAPIView(APIView):
 
 
 class GovernanceAPIView(APIView):
-    """Governance API for people: personal access tokens and role checks."""
+    """Governance API for people: personal access tokens and role checks per project.
+
+    Reads need any role in the object's project, other methods ``write_roles``
+    there; ``check`` answers 404 outside the user's projects and 403 (JSON
+    error shape) when the role there does not allow the action.
+    """
 
     authentication_classes = [AccessTokenAuthentication]
     permission_classes = [HasRole]
     write_roles: frozenset[str] | None = None
+
+    def needed_roles(self, request: Request) -> frozenset[str]:
+        if request.method in permissions.SAFE_METHODS:
+            return access.READ_ROLES
+        assert self.write_roles is not None, "HasRole refuses unsafe methods without write_roles"
+        return self.write_roles
+
+    def check(self, request: Request, project: Project | int, roles: Iterable[str] | None = None) -> str:
+        needed = roles if roles is not None else self.needed_roles(request)
+        return access.require_role(request.user, project, needed, action=f"{request.method} {request.path}")
 
 
 def check_period(attrs: dict[str, Any]) -> dict[str, Any]:

@@ -93,8 +93,11 @@ class _AgentPolicyView(GovernanceAPIView):
     write_roles = access.POLICY_EDIT_ROLES
 
     def get_agent(self, request: Request, project: str, agent: str) -> Agent:
-        # Scoped first: another project's agent is a 404 whatever the body says (R1).
-        return get_object_or_404(selectors.agent(access.projects_of(request.user), project, agent))
+        # The agent's project first: another project's agent is a 404 whatever the body
+        # says (R1); then the role there (reads: any role; changes: the policy editor's).
+        obj = get_object_or_404(selectors.agent(access.projects_of(request.user), project, agent))
+        self.check(request, obj.project_id)
+        return obj
 
 
 def _policy_error(exc: policy_service.PolicyError) -> Exception:
@@ -214,6 +217,7 @@ class JobView(GovernanceAPIView):
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="A background job's progress and result")
     def get(self, request: Request, job_id: UUID) -> Response:
         job = get_object_or_404(selectors.job(access.projects_of(request.user), job_id))
+        self.check(request, job.project_id)
         return Response(job_body(job))
 
 
@@ -223,5 +227,6 @@ class JobCancelView(GovernanceAPIView):
     @extend_schema(request=None, responses=OpenApiTypes.OBJECT, summary="Cancel a queued or running job")
     def post(self, request: Request, job_id: UUID) -> Response:
         job = get_object_or_404(selectors.job(access.projects_of(request.user), job_id))
+        self.check(request, job.project_id)
         replay_service.request_cancel(job, user=request.user)
         return Response(job_body(selectors.job(access.projects_of(request.user), job_id).get()))

@@ -113,8 +113,10 @@ class ReviewDecisionView(GovernanceAPIView):
         summary="Approve, reject or edit-and-approve a write",
     )
     def post(self, request: Request, write_id: int) -> Response:
-        # Scoped before validation: another project's id is a 404 whatever the body says (R1).
+        # The write's project before validation: another project's id is a 404 whatever the
+        # body says (R1); a role there that may not review is a 403.
         write = get_object_or_404(Write, pk=write_id, project__in=access.projects_of(request.user))
+        self.check(request, write.project_id)
         serializer = DecisionSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data

@@ -41,10 +41,17 @@ class Project(models.Model):
 
 
 class Membership(models.Model):
-    """A console user belongs to a project; their role comes from their group."""
+    """A person's role in one project: every check uses the role in the project of the object at hand.
+
+    One role per person and project; ``admin`` may do everything in that project.
+    Changed only through ``governance.services.memberships`` (audited).
+    """
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    # Rows that existed before roles moved here get the least privileged role;
+    # migration 0008 then copies each user's former group role onto them.
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.AUDITOR)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -119,9 +126,20 @@ class AgentKey(Credential):
 @tracked(exclude=["last_used_at"])
 class PersonalAccessToken(Credential):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="access_tokens")
+    # Set by services.credentials (ACCESS_TOKEN_DEFAULT_DAYS, capped at ACCESS_TOKEN_MAX_DAYS);
+    # an expired token answers 401 like a revoked one.
+    expires_at = models.DateTimeField()
 
     def __str__(self) -> str:
         return f"{self.user} token {self.prefix}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None and not self.is_expired
+
+    @property
+    def is_expired(self) -> bool:
+        return self.expires_at <= timezone.now()
 
 
 class Principal(models.Model):

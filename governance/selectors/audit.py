@@ -48,6 +48,7 @@ ACTION_FAMILIES = (
     "project",
     "session",
     "membership",
+    "admin",
     RETRIEVAL_ACTION,
 )
 KNOWN_ACTIONS = (
@@ -70,6 +71,9 @@ KNOWN_ACTIONS = (
     "agent_key.revoked",
     "access_token.created",
     "access_token.revoked",
+    "membership.granted",
+    "membership.role_changed",
+    "membership.revoked",
     "agent.created",
     "agent.retired",
     "project.archived",

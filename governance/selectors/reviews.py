@@ -164,6 +164,8 @@ class ReviewItem:
     diff: SideBySide | None
     similar: list[SimilarFact]
     form: Any = None
+    # Whether the viewer's role in this write's project lets them decide it (set by the view).
+    can_decide: bool = False
     # R17: for flagged summaries, the source with the dropped items marked.
     summary_diff: SummaryDiff | None = None
     extra: dict[str, Any] = field(default_factory=dict)

@@ -11,6 +11,7 @@ import secrets
 from datetime import timedelta
 from typing import Any, TypeVar
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -25,6 +26,19 @@ TOKEN_PREFIX = "mpt"
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 C = TypeVar("C", bound=Credential)
+
+
+class TokenLifetimeError(ValueError):
+    pass
+
+
+def token_lifetime(days: int | None) -> timedelta:
+    """The lifetime of a new token: the default unless asked, never beyond the maximum."""
+    if days is None:
+        days = settings.ACCESS_TOKEN_DEFAULT_DAYS
+    if days < 1:
+        raise TokenLifetimeError("A token lives at least one day.")
+    return timedelta(days=min(days, settings.ACCESS_TOKEN_MAX_DAYS))
 
 
 def _digest(secret: str) -> str:
@@ -50,7 +64,7 @@ def _authenticate(model: type[C], kind: str, secret: str, related: tuple[str, ..
     # Generic over the two concrete credential models; the abstract base has no manager.
     manager = model._default_manager
     credential = manager.select_related(*related).filter(prefix=prefix).first()
-    if credential is None or credential.revoked_at is not None:
+    if credential is None or not credential.is_active:
         return None
     if not hmac.compare_digest(credential.digest, _digest(secret)):
         return None
@@ -85,16 +99,27 @@ def revoke_agent_key(key: AgentKey, *, reason: str) -> AgentKey:
     return key
 
 
+def _owner_projects(user: Any) -> list[Any]:
+    """Where a token event is recorded: every project of its owner (the operator's chain if none)."""
+    return [m.project for m in user.memberships.select_related("project")] or [None]
+
+
 @transaction.atomic
-def create_access_token(user: Any, *, name: str = "") -> tuple[PersonalAccessToken, str]:
+def create_access_token(
+    user: Any, *, name: str = "", days: int | None = None
+) -> tuple[PersonalAccessToken, str]:
+    """A new token for ``user``, valid ``days`` (default and maximum from settings)."""
     prefix, secret = _new_secret(TOKEN_PREFIX)
-    token = PersonalAccessToken.objects.create(user=user, prefix=prefix, digest=_digest(secret), name=name)
-    for membership in user.memberships.select_related("project"):
+    expires_at = timezone.now() + token_lifetime(days)
+    token = PersonalAccessToken.objects.create(
+        user=user, prefix=prefix, digest=_digest(secret), name=name, expires_at=expires_at
+    )
+    for project in _owner_projects(user):
         audit.record(
-            membership.project,
+            project,
             "access_token.created",
             token,
-            data={"user": user.get_username(), "prefix": prefix},
+            data={"user": user.get_username(), "prefix": prefix, "expires_at": expires_at.isoformat()},
         )
     return token, secret
 
@@ -109,12 +134,12 @@ def revoke_access_token(token: PersonalAccessToken, *, reason: str) -> PersonalA
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
-        for membership in token.user.memberships.select_related("project"):
+        for project in _owner_projects(token.user):
             audit.record(
-                membership.project,
+                project,
                 "access_token.revoked",
                 token,
                 reason=reason,
-                data={"prefix": token.prefix},
+                data={"user": token.user.get_username(), "prefix": token.prefix},
             )
     return token

@@ -1,63 +1,122 @@
-"""Shared console view helpers: role checks and project scoping (issue 6 item 4).
+"""Shared console view helpers: login, role checks in the object's project, scoping.
 
-Every console view is login-only; state-changing views also require a role.
-Objects are looked up through ``scoped()`` so ids of other projects answer 404.
+Every console view is login-only and needs a membership somewhere. A view
+resolves the object it acts on through ``get_checked`` (or calls ``check``
+with a project): outside the user's projects that is a 404, and a role that
+does not allow the action in that project is a 403 (``governance.access``).
+A state-changing view that answers success without having checked a role is
+a programming error: ``console_view`` turns it into a server error. That is
+detection, not prevention (the change is already made), which is why the
+access matrix test posts to every URL with the wrong role.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import wraps
 from typing import Any, TypeVar
 
 from django import forms
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import ImproperlyConfigured, PermissionDenied
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import get_object_or_404
 
 from governance import access
+from governance.models import Project
 
 M = TypeVar("M", bound=Model)
 # datetime-local inputs send and expect this shape; the forms also accept full ISO 8601.
 LOCAL_DATETIME = "%Y-%m-%dT%H:%M"
 View = Callable[..., HttpResponse]
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+NO_PROJECT_MESSAGE = "You are not a member of any project yet. Ask a project administrator to add you."
+# Request attributes set by console_view (Django requests take arbitrary attributes).
+_NEEDED = "_governance_needed_roles"
+_CHECKED = "_governance_role_checked"
 
 
 def console_view(*, write_roles: frozenset[str] | None = None) -> Callable[[View], View]:
-    """Login required; GET/HEAD need any console role, other methods need ``write_roles``."""
+    """Login and a membership required; GET/HEAD need any role in the object's project,
+    other methods need ``write_roles`` there (the view checks it with ``get_checked``/``check``)."""
 
     def decorate(view: View) -> View:
         @login_required
         @wraps(view)
         def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-            safe = request.method in ("GET", "HEAD", "OPTIONS")
-            needed: frozenset[str]
-            if safe:
-                needed = access.READ_ROLES
-            elif write_roles is None:
+            safe = request.method in SAFE_METHODS
+            if not safe and write_roles is None:
                 return HttpResponseNotAllowed(["GET", "HEAD"])
-            else:
-                needed = write_roles
-            if not access.has_any_role(request.user, needed):
+            if not access.memberships(request.user):
                 access.log_denied(request.user, f"{request.method} {request.path}", view.__name__)
-                raise PermissionDenied("Your role does not allow this.")
-            return view(request, *args, **kwargs)
+                raise PermissionDenied(NO_PROJECT_MESSAGE)
+            setattr(request, _NEEDED, access.READ_ROLES if safe else write_roles)
+            response = view(request, *args, **kwargs)
+            if not safe and response.status_code < 400 and not getattr(request, _CHECKED, False):
+                raise ImproperlyConfigured(f"{view.__name__} changed state without checking a role.")
+            return response
 
         return wrapper
 
     return decorate
 
 
+def check(request: HttpRequest, project: Project | int, roles: Iterable[str] | None = None) -> str:
+    """The user's role in ``project``: 404 when not a member, 403 when it does not allow
+    ``roles`` (by default what the view declared for this method)."""
+    needed = roles if roles is not None else getattr(request, _NEEDED, access.READ_ROLES)
+    role = access.require_role(request.user, project, needed, action=f"{request.method} {request.path}")
+    checked(request)
+    return role
+
+
+def checked(request: HttpRequest) -> None:
+    """Record that a view checked access itself (an action not tied to one project)."""
+    setattr(request, _CHECKED, True)
+
+
+def project_id_of(obj: Model, project_field: str = "project") -> int:
+    """Follow ``project_field`` ("project", "agent__project", "pk" for a project) to the project id."""
+    *path, last = project_field.split("__")
+    target: Any = obj
+    for name in path:
+        target = getattr(target, name)
+    return int(target.pk if last == "pk" else getattr(target, f"{last}_id"))
+
+
 def scoped(request: HttpRequest, queryset: QuerySet[M], project_field: str = "project") -> QuerySet[M]:
     """Only rows of the projects the user belongs to (R1 for people)."""
-    return queryset.filter(**{f"{project_field}__in": access.projects_of(request.user)})
+    return queryset.filter(
+        **{f"{project_field}__in": access.project_ids_with_role(request.user, access.READ_ROLES)}
+    )
+
+
+def scoped_with_role(
+    request: HttpRequest, queryset: QuerySet[M], roles: Iterable[str], project_field: str = "project"
+) -> QuerySet[M]:
+    """Only rows of the projects where the user's role allows ``roles`` (bulk actions, listings)."""
+    return queryset.filter(**{f"{project_field}__in": access.project_ids_with_role(request.user, roles)})
+
+
+def get_checked(
+    request: HttpRequest,
+    queryset: QuerySet[M],
+    project_field: str = "project",
+    roles: Iterable[str] | None = None,
+    **lookup: Any,
+) -> M:
+    """The object, if the user's role in its project allows the view's action (else 404 / 403)."""
+    obj = get_object_or_404(scoped(request, queryset, project_field), **lookup)
+    check(request, project_id_of(obj, project_field), roles)
+    return obj
 
 
 def get_scoped(
     request: HttpRequest, queryset: QuerySet[M], project_field: str = "project", **lookup: Any
 ) -> M:
+    """Read access only (any role in the object's project); does not count as a role check
+    for a state-changing view, which uses ``get_checked``."""
     return get_object_or_404(scoped(request, queryset, project_field), **lookup)
 
 

@@ -15,7 +15,7 @@ from governance import access
 from governance.models import Fact
 from governance.selectors import facts as fact_selectors
 from governance.services import facts as fact_service
-from governance.views.base import console_view, get_scoped
+from governance.views.base import console_view, get_checked
 
 TEMPLATE = "governance/facts/detail.html"
 REASON_REQUIRED = "Give a reason: it goes into the audit trail (R15)."
@@ -49,8 +49,9 @@ def _is_htmx(request: HttpRequest) -> bool:
 
 
 def _facts(request: HttpRequest, fact_id: int) -> Fact:
-    # Scoped lookup: another project's fact id answers 404, not 403 (R1).
-    return get_scoped(
+    # The fact's project first: another project's fact id answers 404, not 403 (R1);
+    # then the role there: reading needs any role, acting needs the reviewer's.
+    return get_checked(
         request,
         Fact.objects.select_related(
             "project", "principal", "agent", "session", "derived_from_retrieval"
@@ -75,7 +76,7 @@ def _render(
         "page": fact_selectors.fact_page(fact),
         "fact": fact,
         "forms": forms_by_name,
-        "can_act": access.has_any_role(request.user, access.REVIEW_ROLES),
+        "can_act": access.has_role(request.user, fact.project_id, access.REVIEW_ROLES),
         "notice": notice,
         "error": error,
     }
@@ -84,7 +85,7 @@ def _render(
     return render(request, template, context, status=status)
 
 
-@console_view(write_roles=access.REVIEW_ROLES)
+@console_view()
 def detail(request: HttpRequest, fact_id: int) -> HttpResponse:
     return _render(request, _facts(request, fact_id))
 

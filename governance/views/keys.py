@@ -1,18 +1,27 @@
-"""Keys and tokens in the console: agent API keys and the user's own personal access tokens.
+"""Credentials in the console: agent API keys, personal access tokens, and who holds which role.
 
 A new secret is shown exactly once, in the response to the POST that made it
 (never stored in the session or a message), with ``Cache-Control: no-store``.
 Revoking takes effect on the next call: authentication checks ``revoked_at``
-every time. Agent keys need the admin role; tokens are the user's own, and
-auditors stay read-only (issue 6: auditors change nothing).
+and ``expires_at`` every time.
+
+Who may do what, always by the role in the project of the object at hand:
+agent keys and memberships need the admin role in the agent's or membership's
+project; everyone revokes their own tokens (auditors included), and a project
+admin may revoke any token of a member of their project. Creating a token
+needs a role that changes something somewhere (auditors get theirs from an
+operator with ``create_user_token``).
 """
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -21,14 +30,18 @@ from django.views.decorators.http import require_POST
 from django_htmx.middleware import HtmxDetails
 
 from governance import access
-from governance.models import Agent, AgentKey, PersonalAccessToken
+from governance.models import Agent, AgentKey, Membership, PersonalAccessToken, Project
 from governance.models.projects import Role
-from governance.services import credentials
-from governance.views.base import console_view, get_scoped, scoped
+from governance.selectors import credentials as credential_selectors
+from governance.services import credentials, memberships
+from governance.views.base import check, checked, console_view, get_checked, get_scoped, scoped
 
-KEY_ROLES = frozenset({Role.ADMIN})
-# Everyone but the read-only auditor manages their own tokens.
-TOKEN_ROLES = frozenset({Role.REVIEWER, Role.POLICY_EDITOR, Role.ADMIN})
+KEY_ROLES = access.ADMIN_ROLES
+MEMBER_ROLES = access.ADMIN_ROLES
+# Creating a token needs a role that changes something in some project.
+TOKEN_CREATE_ROLES = frozenset({Role.REVIEWER, Role.POLICY_EDITOR, Role.ADMIN})
+# Revoking is checked against the token's owner (access.require_token_revoker).
+TOKEN_REVOKE_ROLES = access.READ_ROLES
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -56,21 +69,47 @@ class AgentKeyForm(forms.Form):
 
 class TokenForm(forms.Form):
     name = forms.CharField(required=False, max_length=200, label="Label")
+    days = forms.IntegerField(
+        required=False,
+        min_value=1,
+        label="Valid for (days)",
+        help_text="Leave empty for the default; longer than the maximum is shortened to it.",
+    )
+
+
+class GrantForm(forms.Form):
+    username = forms.CharField(max_length=150, label="Username")
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.AUDITOR)
+    reason = forms.CharField(required=False, max_length=2000, label="Reason")
+
+    def clean_username(self) -> Any:
+        username = self.cleaned_data["username"].strip()
+        user = get_user_model()._default_manager.filter(username=username).first()
+        if user is None:
+            raise forms.ValidationError(
+                "No user with this username: ask the platform operator to create one."
+            )
+        return user
+
+
+class RoleForm(forms.Form):
+    role = forms.ChoiceField(choices=Role.choices)
+    reason = forms.CharField(required=False, max_length=2000, label="Reason")
+
+
+class RemoveForm(forms.Form):
+    reason = forms.CharField(required=False, max_length=2000, label="Reason")
 
 
 class RevokeForm(forms.Form):
     reason = forms.CharField(max_length=2000, strip=True)
 
 
-def _user_id(request: HttpRequest) -> int:
-    # console_view requires a signed-in user, so there is always a primary key.
-    return cast(int, request.user.pk)
-
-
-def _agents(request: HtmxHttpRequest) -> Any:
+def _agents(request: HtmxHttpRequest, roles: frozenset[str] = access.READ_ROLES) -> Any:
     # Retired agents and archived projects cannot authenticate, so no new keys for them.
     return (
-        scoped(request, Agent.objects.select_related("project"))
+        Agent.objects.select_related("project")
+        .filter(project_id__in=access.project_ids_with_role(request.user, roles))
         .filter(retired_at__isnull=True, project__archived_at__isnull=True)
         .order_by("project__slug", "slug")
     )
@@ -81,26 +120,36 @@ def _page(
     *,
     key_form: AgentKeyForm | None = None,
     token_form: TokenForm | None = None,
+    grant_form: tuple[int, GrantForm] | None = None,
     new_secret: dict[str, str] | None = None,
     status: int = 200,
 ) -> HttpResponse:
-    roles = access.roles_of(request.user)
-    agents = _agents(request)
+    user = request.user
+    admin_of = access.project_ids_with_role(user, access.ADMIN_ROLES)
     keys = (
         scoped(request, AgentKey.objects.select_related("agent__project", "created_by"), "agent__project")
         .order_by("revoked_at", "-created_at")
         .defer("digest")
     )
-    tokens = PersonalAccessToken.objects.filter(user_id=_user_id(request)).order_by(
-        "revoked_at", "-created_at"
-    )
+    tokens = list(credential_selectors.manageable_tokens(user))
+    admin_projects = list(Project.objects.filter(pk__in=admin_of).order_by("slug"))
+    grant_forms = {project.pk: GrantForm(prefix=f"grant-{project.pk}") for project in admin_projects}
+    if grant_form is not None:
+        grant_forms[grant_form[0]] = grant_form[1]
     context = {
         "keys": keys,
-        "tokens": tokens.defer("digest"),
-        "can_manage_keys": bool(roles & KEY_ROLES),
-        "can_manage_tokens": bool(roles & TOKEN_ROLES),
-        "key_form": key_form or AgentKeyForm(agents=agents),
+        "key_admin_projects": set(admin_of),
+        "tokens": tokens,
+        "others_tokens": any(token.user_id != user.pk for token in tokens),
+        "can_manage_keys": bool(admin_of),
+        "can_manage_tokens": access.can_anywhere(user, TOKEN_CREATE_ROLES),
+        "key_form": key_form or AgentKeyForm(agents=_agents(request, KEY_ROLES)),
         "token_form": token_form or TokenForm(),
+        "token_default_days": settings.ACCESS_TOKEN_DEFAULT_DAYS,
+        "token_max_days": settings.ACCESS_TOKEN_MAX_DAYS,
+        "member_projects": [(project, grant_forms[project.pk]) for project in admin_projects],
+        "members": credential_selectors.members(admin_of),
+        "role_choices": Role.choices,
         "new_secret": new_secret,
     }
     template = "governance/keys/list.html"
@@ -124,12 +173,17 @@ def key_list(request: HtmxHttpRequest) -> HttpResponse:
 @require_POST
 def key_create(request: HtmxHttpRequest) -> HttpResponse:
     # An agent outside the user's projects (or no such agent) is a 404 either way,
-    # so the answer does not reveal which ids exist elsewhere (R1).
+    # so the answer does not reveal which ids exist elsewhere (R1); a role in the
+    # agent's project other than admin is a 403.
+    if not access.can_anywhere(request.user, KEY_ROLES):
+        access.log_denied(request.user, "create agent key", "")
+        raise PermissionDenied(access.DENIED_MESSAGE)
     agent_id = request.POST.get("agent", "")
     if not agent_id.isdigit():
         raise Http404("No such agent.")
     agent = get_object_or_404(_agents(request), pk=int(agent_id))
-    form = AgentKeyForm(request.POST, agents=_agents(request))
+    check(request, agent.project_id)
+    form = AgentKeyForm(request.POST, agents=_agents(request, KEY_ROLES))
     if not form.is_valid():
         return _page(request, key_form=form, status=400)
     key, secret = credentials.create_agent_key(agent, name=form.cleaned_data["name"], created_by=request.user)
@@ -143,7 +197,7 @@ def key_create(request: HtmxHttpRequest) -> HttpResponse:
 @console_view(write_roles=KEY_ROLES)
 @require_POST
 def key_revoke(request: HtmxHttpRequest, key_id: int) -> HttpResponse:
-    key = get_scoped(request, AgentKey.objects.select_related("agent__project"), "agent__project", pk=key_id)
+    key = get_checked(request, AgentKey.objects.select_related("agent__project"), "agent__project", pk=key_id)
     form = RevokeForm(request.POST)
     if not form.is_valid():
         messages.error(request, f"Key {key.prefix}: give a reason to revoke it.")
@@ -155,13 +209,20 @@ def key_revoke(request: HtmxHttpRequest, key_id: int) -> HttpResponse:
     return HttpResponseRedirect(reverse("keys:list"))
 
 
-@console_view(write_roles=TOKEN_ROLES)
+@console_view(write_roles=TOKEN_CREATE_ROLES)
 @require_POST
 def token_create(request: HtmxHttpRequest) -> HttpResponse:
+    # A token is the user's own and carries only the roles they hold, project by project.
+    if not access.can_anywhere(request.user, TOKEN_CREATE_ROLES):
+        access.log_denied(request.user, "create token", "")
+        raise PermissionDenied(access.DENIED_MESSAGE)
+    checked(request)
     form = TokenForm(request.POST)
     if not form.is_valid():
         return _page(request, token_form=form, status=400)
-    token, secret = credentials.create_access_token(request.user, name=form.cleaned_data["name"])
+    token, secret = credentials.create_access_token(
+        request.user, name=form.cleaned_data["name"], days=form.cleaned_data["days"]
+    )
     return _page(
         request,
         new_secret={
@@ -169,16 +230,18 @@ def token_create(request: HtmxHttpRequest) -> HttpResponse:
             "owner": request.user.get_username(),
             "prefix": token.prefix,
             "secret": secret,
+            "expires": token.expires_at.strftime("%Y-%m-%d %H:%M UTC"),
         },
         status=201,
     )
 
 
-@console_view(write_roles=TOKEN_ROLES)
+@console_view(write_roles=TOKEN_REVOKE_ROLES)
 @require_POST
 def token_revoke(request: HtmxHttpRequest, token_id: int) -> HttpResponse:
-    # Only the user's own tokens: anyone else's id is a 404, not a 403.
-    token = get_object_or_404(PersonalAccessToken, pk=token_id, user_id=_user_id(request))
+    token = get_object_or_404(PersonalAccessToken.objects.select_related("user"), pk=token_id)
+    access.require_token_revoker(request.user, token)
+    checked(request)
     form = RevokeForm(request.POST)
     if not form.is_valid():
         messages.error(request, f"Token {token.prefix}: give a reason to revoke it.")
@@ -186,5 +249,74 @@ def token_revoke(request: HtmxHttpRequest, token_id: int) -> HttpResponse:
         messages.info(request, f"Token {token.prefix} was already revoked.")
     else:
         credentials.revoke_access_token(token, reason=form.cleaned_data["reason"])
-        messages.success(request, f"Token {token.prefix} is revoked; its next call gets 401.")
+        owner = "" if token.user_id == request.user.pk else f" of {token.user.get_username()}"
+        messages.success(request, f"Token {token.prefix}{owner} is revoked; its next call gets 401.")
     return HttpResponseRedirect(reverse("keys:list"))
+
+
+def _membership(request: HttpRequest, membership_id: int) -> Membership:
+    return get_checked(
+        request, Membership.objects.select_related("project", "user"), roles=MEMBER_ROLES, pk=membership_id
+    )
+
+
+@console_view(write_roles=MEMBER_ROLES)
+@require_POST
+def member_grant(request: HtmxHttpRequest, project: str) -> HttpResponse:
+    obj = get_scoped(request, Project.objects.all(), "pk", slug=project)
+    check(request, obj)
+    form = GrantForm(request.POST, prefix=f"grant-{obj.pk}")
+    if not form.is_valid():
+        return _page(request, grant_form=(obj.pk, form), status=400)
+    person, role = form.cleaned_data["username"], form.cleaned_data["role"]
+    try:
+        change = memberships.grant_role(obj, person, role, reason=form.cleaned_data["reason"])
+    except memberships.MembershipError as exc:
+        form.add_error(None, str(exc))
+        return _page(request, grant_form=(obj.pk, form), status=409)
+    label = Role(role).label.lower()
+    if change.previous_role is None:
+        messages.success(request, f"{person.get_username()} is now a member of {obj.slug}: {label}.")
+    elif change.changed:
+        messages.success(request, f"{person.get_username()} is now {label} in {obj.slug}.")
+    else:
+        messages.info(request, f"{person.get_username()} already was {label} in {obj.slug}.")
+    return HttpResponseRedirect(reverse("keys:list") + "#members")
+
+
+@console_view(write_roles=MEMBER_ROLES)
+@require_POST
+def member_role(request: HtmxHttpRequest, membership_id: int) -> HttpResponse:
+    membership = _membership(request, membership_id)
+    form = RoleForm(request.POST)
+    who, where = membership.user.get_username(), membership.project.slug
+    if not form.is_valid():
+        messages.error(request, f"{who} in {where}: choose one of the roles.")
+        return HttpResponseRedirect(reverse("keys:list") + "#members")
+    role = form.cleaned_data["role"]
+    try:
+        change = memberships.grant_role(
+            membership.project, membership.user, role, reason=form.cleaned_data["reason"]
+        )
+    except memberships.MembershipError as exc:
+        messages.error(request, str(exc))
+    else:
+        if change.changed:
+            messages.success(request, f"{who} is now {Role(role).label.lower()} in {where}.")
+    return HttpResponseRedirect(reverse("keys:list") + "#members")
+
+
+@console_view(write_roles=MEMBER_ROLES)
+@require_POST
+def member_remove(request: HtmxHttpRequest, membership_id: int) -> HttpResponse:
+    membership = _membership(request, membership_id)
+    form = RemoveForm(request.POST)
+    form.is_valid()
+    who, where = membership.user.get_username(), membership.project.slug
+    try:
+        memberships.revoke_membership(membership, reason=form.cleaned_data.get("reason", ""))
+    except memberships.MembershipError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"{who} is no longer a member of {where}.")
+    return HttpResponseRedirect(reverse("keys:list") + "#members")

@@ -35,7 +35,7 @@ from governance.rules.retrieval import REASONS
 from governance.selectors import policies as selectors
 from governance.services import policies as policy_service
 from governance.services import replay as replay_service
-from governance.views.base import console_view, scoped
+from governance.views.base import check, console_view, scoped
 from governance.views.charts import grouped_bars
 
 AGENT_TEMPLATE = "governance/policies/agent.html"
@@ -204,8 +204,8 @@ def change_rows(changes: list[FieldChange]) -> list[dict[str, str]]:
     ]
 
 
-def _can_edit(request: HttpRequest) -> bool:
-    return access.has_any_role(request.user, access.POLICY_EDIT_ROLES)
+def _can_edit(request: HttpRequest, project: Project | int) -> bool:
+    return access.has_role(request.user, project, access.POLICY_EDIT_ROLES)
 
 
 def _is_htmx(request: HttpRequest) -> bool:
@@ -213,8 +213,11 @@ def _is_htmx(request: HttpRequest) -> bool:
 
 
 def _agent(request: HttpRequest, project: str, agent: str) -> Agent:
-    # R1 for people: an agent outside the user's projects is a 404, never a 403.
-    return get_object_or_404(selectors.agent(access.projects_of(request.user), project, agent))
+    # R1 for people: an agent outside the user's projects is a 404, never a 403;
+    # then the role in the agent's project decides (editing needs the policy editor's).
+    obj = get_object_or_404(selectors.agent(access.projects_of(request.user), project, agent))
+    check(request, obj.project_id)
+    return obj
 
 
 def _agent_url(agent: Agent) -> str:
@@ -238,7 +241,7 @@ def _workspace(
     """The draft workspace: the form (draft values, else active), the diff, publish, replay."""
     draft = selectors.draft_of(agent)
     active = _active_policy(agent)
-    editable = _can_edit(request)
+    editable = _can_edit(request, agent.project_id)
     if form is None:
         shown = draft.policy if draft else active
         form = PolicyForm(initial=PolicyForm.initial_from(shown), read_only=not editable)
@@ -287,7 +290,7 @@ def _partial(
 def agents(request: HttpRequest) -> HttpResponse:
     """Every agent of the user's projects with its policy state, and each project's source caps."""
     projects = access.projects_of(request.user).order_by("slug")
-    editable = _can_edit(request)
+    editable = set(access.project_ids_with_role(request.user, access.POLICY_EDIT_ROLES))
     return render(
         request,
         "governance/policies/agents.html",
@@ -297,12 +300,15 @@ def agents(request: HttpRequest) -> HttpResponse:
                 (
                     project,
                     SourceCapsForm(
-                        caps=project.source_caps or {}, read_only=not editable, prefix=project.slug
+                        caps=project.source_caps or {},
+                        read_only=project.pk not in editable,
+                        prefix=project.slug,
                     ),
                 )
                 for project in projects
             ],
-            "can_edit": editable,
+            "editable_projects": editable,
+            "can_edit": bool(editable),
         },
     )
 
@@ -311,6 +317,7 @@ def agents(request: HttpRequest) -> HttpResponse:
 @console_view(write_roles=access.POLICY_EDIT_ROLES)
 def source_caps(request: HttpRequest, project: str) -> HttpResponse:
     obj = get_object_or_404(scoped(request, Project.objects.all(), "pk"), slug=project)
+    check(request, obj)
     form = SourceCapsForm(request.POST, caps=obj.source_caps or {}, prefix=obj.slug)
     if form.is_valid():
         try:
@@ -325,14 +332,25 @@ def source_caps(request: HttpRequest, project: str) -> HttpResponse:
             messages.success(request, f"Source authority caps of {obj.slug} saved.")
             return HttpResponseRedirect(reverse("policies:agents"))
     projects = access.projects_of(request.user).order_by("slug")
+    editable = set(access.project_ids_with_role(request.user, access.POLICY_EDIT_ROLES))
     caps_forms = [
-        (p, form if p.pk == obj.pk else SourceCapsForm(caps=p.source_caps or {}, prefix=p.slug))
+        (
+            p,
+            form
+            if p.pk == obj.pk
+            else SourceCapsForm(caps=p.source_caps or {}, read_only=p.pk not in editable, prefix=p.slug),
+        )
         for p in projects
     ]
     return render(
         request,
         "governance/policies/agents.html",
-        {"agents": selectors.agents(projects), "caps_forms": caps_forms, "can_edit": True},
+        {
+            "agents": selectors.agents(projects),
+            "caps_forms": caps_forms,
+            "editable_projects": editable,
+            "can_edit": True,
+        },
         status=400,
     )
 
@@ -472,7 +490,7 @@ def _replay_context(request: HttpRequest, agent: Agent, job: Job) -> dict[str, A
         "agent": agent,
         "job": job,
         "percent": round(100 * job.progress_done / total) if total else 0,
-        "can_edit": _can_edit(request),
+        "can_edit": _can_edit(request, agent.project_id),
     }
     draft = job.params.get("draft")
     if draft:

@@ -149,6 +149,7 @@ def _principal_url(principal: Principal, agent_slug: str | None) -> str:
 @console_view()
 def principal(request: HttpRequest, project: str, external_id: str) -> HttpResponse:
     project_obj: Project = get_object_or_404(access.projects_of(request.user), slug=project)
+    can_review = access.has_role(request.user, project_obj, access.REVIEW_ROLES)
     person = get_object_or_404(
         Principal.objects.select_related("project"), project=project_obj, external_id=external_id
     )
@@ -173,5 +174,7 @@ def principal(request: HttpRequest, project: str, external_id: str) -> HttpRespo
             "groups": selectors.principal_beliefs(person, policy, now=timezone.now()),
             "sessions": principal_sessions(person),
             "log_url": _with_query(reverse("retrievals:log"), {"principal": person.external_id}),
+            # The actions on this page follow the role in this principal's project.
+            "can_review": can_review,
         },
     )

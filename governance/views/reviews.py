@@ -12,6 +12,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -24,10 +25,10 @@ from governance import access
 from governance.models import Write
 from governance.selectors import reviews as review_selectors
 from governance.services import reviews as review_service
-from governance.views.base import console_view, get_scoped, scoped
+from governance.views.base import check, console_view, get_checked, scoped_with_role
 
 TEMPLATE = "governance/reviews/queue.html"
-REASON_REQUIRED = "Give a reason for this decision: it goes into the audit trail (R15)."
+REASON_REQUIRED = "Give a reason for this decision: it goes into the audit trail."
 STATUS_TABS = (("", "All"), ("pending_review", "Pending review"), ("quarantined", "Quarantined"))
 
 
@@ -119,6 +120,7 @@ def _queue_context(
     items = review_selectors.review_items(writes)
     for item in items:
         item.form = (errors or {}).get(item.write.pk)
+        item.can_decide = access.has_role(request.user, item.write.project_id, access.REVIEW_ROLES)
     # Keep the reviewer's selection only when the bulk form comes back with errors.
     selected = set(request.POST.getlist("write")) if bulk_form is not None else set()
     return {
@@ -131,6 +133,7 @@ def _queue_context(
         "bulk_form": bulk_form,
         "selected": selected,
         "notices": notices or [],
+        "can_decide_any": any(item.can_decide for item in items),
     }
 
 
@@ -143,7 +146,7 @@ def _fragments(
     return HttpResponse(html, status=status)
 
 
-@console_view(write_roles=access.REVIEW_ROLES)
+@console_view()
 def queue(request: HttpRequest) -> HttpResponse:
     context = _queue_context(request, status=_status(request))
     if _is_htmx(request):
@@ -154,8 +157,9 @@ def queue(request: HttpRequest) -> HttpResponse:
 @require_POST
 @console_view(write_roles=access.REVIEW_ROLES)
 def decide(request: HttpRequest, write_id: int) -> HttpResponse:
-    # Scoped first: another project's write id is a 404 whatever the form says (R1).
-    write = get_scoped(request, Write.objects.all(), pk=write_id)
+    # The write's project first: another project's write id is a 404 whatever the form
+    # says (R1); a role there that may not review is a 403.
+    write = get_checked(request, Write.objects.all(), pk=write_id)
     status = _status(request)
     form = DecisionForm(request.POST)
     if form.is_valid():
@@ -196,6 +200,7 @@ def _invalid(request: HttpRequest, write: Write, form: DecisionForm, status: str
     if _is_htmx(request):
         [item] = review_selectors.review_items([_queue_write(write.pk)])
         item.form = form
+        item.can_decide = True  # the view checked the role before validating the form
         return _fragments(request, [("item", {"item": item, "status": status})], status=400)
     context = _queue_context(
         request, status=status, errors={write.pk: form}, extra_writes=[_queue_write(write.pk)]
@@ -214,8 +219,15 @@ def _queue_write(write_id: int) -> Write:
 @require_POST
 @console_view(write_roles=access.REVIEW_ROLES)
 def bulk(request: HttpRequest) -> HttpResponse:
+    if not access.can_anywhere(request.user, access.REVIEW_ROLES):
+        # No project lets this user decide anything: say so rather than "select a write".
+        access.log_denied(request.user, "bulk decision", "")
+        raise PermissionDenied(access.DENIED_MESSAGE)
     status = _status(request)
-    form = BulkDecisionForm(request.POST, writes=scoped(request, Write.objects.all()))
+    # Only writes of projects where the user may review are valid choices; the
+    # ids of any other project are rejected as "not in your queue" (nothing is decided).
+    reviewable = scoped_with_role(request, Write.objects.all(), access.REVIEW_ROLES)
+    form = BulkDecisionForm(request.POST, writes=reviewable)
     if not form.is_valid():
         context = _queue_context(request, status=status, bulk_form=form)
         if _is_htmx(request):
@@ -227,6 +239,7 @@ def bulk(request: HttpRequest) -> HttpResponse:
     # One transaction per write: a write another reviewer took meanwhile is
     # reported, and does not undo the decisions on the others.
     for write in sorted(form.cleaned_data["write"], key=lambda w: w.pk):
+        check(request, write.project_id)
         try:
             review_service.decide(write.pk, review_service.Decision(action, reason), reviewer=request.user)
         except review_service.AlreadyDecided:

@@ -11,4 +11,7 @@ urlpatterns: list[URLPattern] = [
     path("agent-keys/<int:key_id>/revoke", keys.key_revoke, name="key_revoke"),
     path("tokens/new", keys.token_create, name="token_create"),
     path("tokens/<int:token_id>/revoke", keys.token_revoke, name="token_revoke"),
+    path("members/<slug:project>/grant", keys.member_grant, name="member_grant"),
+    path("members/<int:membership_id>/role", keys.member_role, name="member_role"),
+    path("members/<int:membership_id>/remove", keys.member_remove, name="member_remove"),
 ]

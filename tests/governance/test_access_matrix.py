@@ -5,6 +5,9 @@ is covered the day it is added: a URL whose parameters this module cannot
 fill fails the test until someone says which object it takes.
 
 - An auditor gets 403 on every state-changing request, and nothing changes.
+- Roles are per project: a user who is admin in project A and only auditor
+  in project B gets 403 on every state-changing request about B's objects
+  (A's admin role counts for nothing there) and may still read them.
 - A user of project A (with every role) gets 404 on project B's pages and
   ids; listings and exports show them nothing of project B.
 - A revoked agent key or personal access token gets 401.
@@ -27,13 +30,14 @@ from governance.models import (
     AuditEntry,
     Fact,
     Job,
+    Membership,
     PersonalAccessToken,
     RetrievalEvent,
     Session,
     Write,
 )
 from governance.services import credentials, retrievals, writes
-from tests.personas import make_agent, make_user, token_client
+from tests.personas import grant, make_agent, make_user, token_client
 
 pytestmark = pytest.mark.django_db
 
@@ -76,6 +80,9 @@ def world(project, other_project):
     a_admin = make_user("ada", "admin", project)
     b_auditor = make_user("bea", "auditor", other_project)
     b_reviewer = make_user("bob", "reviewer", other_project)
+    # Admin in A, only auditor in B: A's role must not count for B's objects.
+    mixed = make_user("max", "admin", project)
+    grant(mixed, "auditor", other_project)
     b_bot = make_agent(other_project, "globex-bot")
     a_bot = make_agent(project, "acme-bot")
     with actor_scope("test"):
@@ -111,7 +118,7 @@ def world(project, other_project):
             ),
         )
         job = Job.objects.create(
-            kind="replay", project=other_project, agent=b_bot.agent, created_by=b_reviewer
+            kind="policy_replay", project=other_project, agent=b_bot.agent, created_by=b_reviewer
         )
         token, _ = credentials.create_access_token(b_reviewer)
     assert write.status == "pending_review" and active.status == "active"
@@ -128,10 +135,12 @@ def world(project, other_project):
         "version": 1,
         "job_id": job.pk,
         "external_id": "carol",
+        "membership_id": Membership.objects.get(user=b_reviewer, project=other_project).pk,
     }
     return {
         "a_admin": a_admin,
         "b_auditor": b_auditor,
+        "mixed": mixed,
         "b_bot": b_bot,
         "a_bot": a_bot,
         "values": values,
@@ -150,7 +159,7 @@ def _url(route: Route, values: dict[str, Any], *, session_external: str) -> str:
     return reverse(route.name, kwargs=kwargs)
 
 
-def _state() -> tuple[int, ...]:
+def _state() -> tuple[object, ...]:
     return (
         AuditEntry.objects.count(),
         Fact.objects.filter(status="active").count(),
@@ -158,6 +167,7 @@ def _state() -> tuple[int, ...]:
         RetrievalEvent.objects.count(),
         PersonalAccessToken.objects.filter(revoked_at__isnull=True).count(),
         AgentKey.objects.filter(revoked_at__isnull=True).count(),
+        tuple(Membership.objects.order_by("pk").values_list("pk", "role")),
     )
 
 
@@ -187,6 +197,39 @@ def test_an_auditor_gets_403_on_every_state_changing_request(client, world):
                 assert status in (403, 405), f"{method.upper()} {url} answered {status} to an auditor"
                 checked += status == 403
     assert checked >= 10
+    assert _state() == before
+
+
+def test_an_admin_of_project_a_is_only_an_auditor_in_project_b(client, world):
+    mixed = world["mixed"]
+    client.force_login(mixed)
+    api = token_client(mixed)
+    before = _state()
+    refused = read = 0
+    for route in routes():
+        if not route.params:
+            continue
+        url = _url(route, world["values"], session_external=world["b_session_external"])
+        if route.is_api:
+            if not route.name.startswith("api-admin"):
+                continue
+            get = api.get(url).status_code
+            assert get in (200, 405), f"GET {url} answered {get} to an auditor of the project"
+            for method in ("post", "put", "patch", "delete"):
+                body = {"action": "approve", "reason": "x", "events": 1, "version": 1}
+                status = getattr(api, method)(url, body, format="json").status_code
+                assert status in (403, 405), f"{method.upper()} {url} answered {status}: admin elsewhere"
+                refused += status == 403
+        else:
+            get = client.get(url).status_code
+            assert get in (200, 405), f"GET {url} answered {get} to an auditor of the project"
+            read += get == 200
+            for method in ("post", "put", "delete"):
+                body = {"reason": "x", "action": "approve", "role": "admin", "grant-username": "max"}
+                status = getattr(client, method)(url, body).status_code
+                assert status in (403, 405), f"{method.upper()} {url} answered {status}: admin elsewhere"
+                refused += status == 403
+    assert refused >= 15 and read >= 5
     assert _state() == before
 
 

@@ -86,8 +86,7 @@ def test_create_user_token_creates_user_role_membership_and_token():
     assert secret.startswith("mpt_")
     token = PersonalAccessToken.objects.get()
     assert token.user.username == "riley"
-    assert token.user.groups.filter(name="reviewer").exists()
-    assert Membership.objects.filter(user=token.user, project__slug="acme").exists()
+    assert Membership.objects.get(user=token.user, project__slug="acme").role == "reviewer"
     assert token.digest != secret and secret not in token.digest
 
 

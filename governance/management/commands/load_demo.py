@@ -17,6 +17,7 @@ idempotent: if the demo project exists, nothing is changed.
 
 from __future__ import annotations
 
+import os
 import random
 from collections import Counter
 from dataclasses import dataclass
@@ -25,8 +26,7 @@ from typing import Any
 
 import pghistory
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from django.utils import timezone
 
@@ -34,7 +34,6 @@ from governance.context import actor_scope
 from governance.models import (
     Agent,
     Fact,
-    Membership,
     Principal,
     Project,
     RetrievalEvent,
@@ -43,7 +42,7 @@ from governance.models import (
     Write,
 )
 from governance.rules.policy import FACT_KINDS, PolicySettings
-from governance.services import agents, audit, facts, reviews, sessions
+from governance.services import agents, facts, memberships, reviews, sessions
 from governance.services.retrievals import RetrieveRequest, retrieve
 from governance.services.writes import WriteRequest, submit_write
 
@@ -1289,23 +1288,27 @@ class DemoBuilder:
                     first_name=first,
                     last_name=last,
                 )
-            if role == "admin":
-                user.is_staff = user.is_superuser = True
-                user.save(update_fields=["is_staff", "is_superuser"])
-            try:
-                user.groups.add(Group.objects.get(name=role))
-            except Group.DoesNotExist as exc:
-                raise CommandError("Role groups are missing: run `python manage.py migrate` first.") from exc
-            membership, created = Membership.objects.get_or_create(user=user, project=project)
-            if created:
-                audit.record(project, "membership.created", membership, data={"user": username, "role": role})
+            # The demo admin is a project admin by membership, not a platform superuser.
+            memberships.grant_role(project, user, role, reason="demo data")
             self.users[username] = user
 
 
 class Command(BaseCommand):
     help = "Create the ACME Cloud demo project (agents, principals, facts, reviews, retrievals, users)."
 
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--allow-external-database",
+            action="store_true",
+            help="Load even though DATABASE_URL is set (the demo logins' password is public)",
+        )
+
     def handle(self, *args: Any, **options: Any) -> None:
+        if os.environ.get("DATABASE_URL") and not options["allow_external_database"]:
+            raise CommandError(
+                "DATABASE_URL is set: the demo's logins have a published password, so it is only loaded "
+                "into the embedded development database. Pass --allow-external-database to load it anyway."
+            )
         if Project.objects.filter(slug=DEMO_PROJECT).exists():
             self.stdout.write(f"Demo project '{DEMO_PROJECT}' already exists; nothing to do.")
             return

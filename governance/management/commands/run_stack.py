@@ -1,4 +1,11 @@
-"""``make run``: database, migrations, demo data, then web, worker and beat together."""
+"""``make run``: database, migrations, optional demo data, then web, worker and beat together.
+
+Demo data comes with demo logins whose password is published in this
+repository, so it is loaded only when both hold: the database is the embedded
+development one (no ``DATABASE_URL``) and someone asked for it (``DEMO=1 make
+run`` or ``--demo``). The demo administrator is a project admin by membership;
+no superuser is ever created here.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -18,6 +27,33 @@ from django.db import connection
 from memoryadmin import embedded_db
 
 STOP_GRACE_SECONDS = 15
+DEMO_HINT = "No projects yet. To explore with demo data and demo logins: DEMO=1 make run"
+FIRST_USER_HINT = (
+    "To give someone access: python manage.py create_user_token USERNAME --role admin --project PROJECT"
+)
+
+
+@dataclass(frozen=True)
+class DemoPlan:
+    load: bool
+    message: str
+
+
+def plan_demo(env: Mapping[str, str], *, flag: bool, has_projects: bool) -> DemoPlan:
+    """Whether to load the demo, and what to tell the operator: pure, so it is tested alone."""
+    embedded = not env.get("DATABASE_URL")
+    requested = flag or env.get("DEMO", "").strip().lower() in {"1", "true", "yes", "on"}
+    if requested and not embedded:
+        return DemoPlan(
+            False,
+            "Demo data was not loaded: it is only for the embedded development database, "
+            "and DATABASE_URL is set. " + FIRST_USER_HINT,
+        )
+    if requested:
+        return DemoPlan(True, "")
+    if has_projects:
+        return DemoPlan(False, "")
+    return DemoPlan(False, DEMO_HINT if embedded else FIRST_USER_HINT)
 
 
 class Command(BaseCommand):
@@ -27,21 +63,24 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
         parser.add_argument(
-            "--no-demo", action="store_true", help="Do not load demo data into an empty database"
+            "--demo",
+            action="store_true",
+            help="Load the demo project and demo logins (embedded development database only; same as DEMO=1)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        embedded = "DATABASE_URL" not in os.environ
+        from governance.models import Project
+
+        embedded = not os.environ.get("DATABASE_URL")
         started_database = embedded and not embedded_db.is_running()
         connection.ensure_connection()
         call_command("migrate", interactive=False, verbosity=0)
         call_command("collectstatic", interactive=False, verbosity=0)
         self.stdout.write("Database migrated.")
-        if not options["no_demo"]:
-            from governance.models import Project
-
-            if not Project.objects.exists():
-                call_command("load_demo")
+        plan = plan_demo(os.environ, flag=options["demo"], has_projects=Project.objects.exists())
+        if plan.load:
+            call_command("load_demo")
+        demo_logins = plan.load or (embedded and self._demo_users_exist())
         connection.close()
 
         bin_dir = Path(sys.executable).parent
@@ -98,7 +137,7 @@ class Command(BaseCommand):
                 # Own sessions: a terminal's Ctrl-C reaches only us, and we stop
                 # the children in order.
                 children[name] = subprocess.Popen(command, start_new_session=True)
-            self._announce(options["host"], options["port"])
+            self._announce(options["host"], options["port"], demo_logins=demo_logins, note=plan.message)
             while not stopping:
                 for name, child in children.items():
                     if child.poll() is not None:
@@ -112,19 +151,27 @@ class Command(BaseCommand):
                 self.stdout.write("Embedded database stopped.")
         self.stdout.write("Stopped.")
 
-    def _announce(self, host: str, port: int) -> None:
+    def _demo_users_exist(self) -> bool:
+        from django.contrib.auth import get_user_model
+
+        from governance.management.commands.load_demo import DEMO_USERS
+
+        names = [username for username, _ in DEMO_USERS]
+        return get_user_model()._default_manager.filter(username__in=names).exists()
+
+    def _announce(self, host: str, port: int, *, demo_logins: bool, note: str) -> None:
         from governance.management.commands.load_demo import DEMO_PASSWORD, DEMO_USERS
 
         shown = "127.0.0.1" if host in {"0.0.0.0", "::"} else host
-        lines = [
-            "",
-            f"Console:  http://{shown}:{port}/",
-            f"API docs: http://{shown}:{port}/api/docs/",
-            "Demo logins (password for all: " + DEMO_PASSWORD + "):",
-            *[f"  {username:<10} {role}" for username, role in DEMO_USERS],
-            "Press Ctrl-C to stop web, worker, beat and the embedded database.",
-            "",
-        ]
+        lines = ["", f"Console:  http://{shown}:{port}/", f"API docs: http://{shown}:{port}/api/docs/"]
+        if demo_logins:
+            lines += [
+                "Demo logins (password for all: " + DEMO_PASSWORD + "):",
+                *[f"  {username:<10} {role} in the demo project" for username, role in DEMO_USERS],
+            ]
+        if note:
+            lines.append(note)
+        lines += ["Press Ctrl-C to stop web, worker, beat and the embedded database.", ""]
         self.stdout.write("\n".join(lines))
 
     def _stop_children(self, children: dict[str, subprocess.Popen[bytes]]) -> None:

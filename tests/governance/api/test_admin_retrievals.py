@@ -120,7 +120,7 @@ def test_every_console_role_can_read(request, persona, events):
     assert len(token_client(user).get(URL).json()["results"]) == 7
 
 
-def test_a_user_without_a_role_is_refused(project, events):
+def test_a_user_without_a_membership_is_refused(project, events):
     user = make_user("nobody", None, project)
     response = token_client(user).get(URL)
     assert response.status_code == 403

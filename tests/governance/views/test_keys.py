@@ -148,14 +148,15 @@ def test_htmx_create_swaps_only_the_panel(client, reviewer):
     secret_in(html)
 
 
-def test_tokens_of_other_users_are_invisible_and_404(client, reviewer, second_reviewer):
+def test_a_colleagues_tokens_are_invisible_and_403_without_the_admin_role(client, reviewer, second_reviewer):
     client.force_login(second_reviewer)
     client.post(reverse("keys:token_create"), {"name": "sams"})
     theirs = PersonalAccessToken.objects.get(user=second_reviewer)
     client.force_login(reviewer)
 
     assert theirs.prefix not in client.get(reverse("keys:list")).content.decode()
-    assert client.post(reverse("keys:token_revoke", args=[theirs.pk]), {"reason": "x"}).status_code == 404
+    # Same project, but a reviewer is not its admin: refused, not hidden.
+    assert client.post(reverse("keys:token_revoke", args=[theirs.pk]), {"reason": "x"}).status_code == 403
     theirs.refresh_from_db()
     assert theirs.revoked_at is None
 

@@ -11,7 +11,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("governance", "0006_retrieval_reasons_index"),
+        ("governance", "0009_access_token_expiry"),
     ]
 
     operations = [

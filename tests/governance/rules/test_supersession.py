@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from governance.rules.supersession import (
@@ -43,7 +45,8 @@ def test_config_needs_the_mark_and_reviewer_is_never_claimable() -> None:
 
 
 def test_project_caps_override_the_defaults_and_ignore_nonsense() -> None:
-    caps = effective_caps({"web_page": 2, "chat_message": 9, "unknown": 3, "tool_output": "5"})
+    overrides: dict[str, Any] = {"web_page": 2, "chat_message": 9, "unknown": 3, "tool_output": "5"}
+    caps = effective_caps(overrides)
     assert caps["web_page"] == 2
     assert caps["chat_message"] == 2  # out of range: the default stands
     assert "unknown" not in caps

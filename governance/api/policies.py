@@ -14,14 +14,14 @@ from uuid import UUID
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from governance import access
 from governance.api.base import GovernanceAPIView
 from governance.api.errors import Conflict
-from governance.models import Agent, Job, PolicyDraft, PolicyVersion
+from governance.models import Agent, ChangeApproval, Job, PolicyDraft, PolicyVersion
 from governance.selectors import policies as selectors
 from governance.services import policies as policy_service
 from governance.services import replay as replay_service
@@ -100,10 +100,35 @@ class _AgentPolicyView(GovernanceAPIView):
         return obj
 
 
+def approval_body(approval: ChangeApproval) -> dict[str, Any]:
+    return {
+        "approval": {
+            "id": approval.pk,
+            "kind": approval.kind,
+            "status": approval.status,
+            "widening": approval.widening,
+            "reason": approval.reason,
+            "requested_by": approval.requested_by.get_username(),
+            "requested_at": approval.requested_at.isoformat(),
+        },
+        "message": APPROVAL_MESSAGES[approval.status],
+    }
+
+
+APPROVAL_MESSAGES = {
+    "pending": "Waiting for a second administrator of this project to approve the change.",
+    "approved": "Approved and applied.",
+    "rejected": "Rejected; nothing changed.",
+    "stale": "Not applied: the policy changed since this was asked for. Save and publish the draft again.",
+}
+
+
 def _policy_error(exc: policy_service.PolicyError) -> Exception:
     """Bad input is 400 with field errors; a state that forbids the change is 409."""
     if isinstance(exc, policy_service.InvalidPolicy):
         return serializers.ValidationError(exc.errors)
+    if isinstance(exc, policy_service.NeedsAdmin):
+        return exceptions.PermissionDenied(str(exc))
     if exc.field:
         return serializers.ValidationError({exc.field: [str(exc)]})
     return Conflict(str(exc))
@@ -154,6 +179,9 @@ class PolicyPublishView(_AgentPolicyView):
             version = policy_service.publish_draft(obj, body.validated_data["reason"], user=request.user)
         except policy_service.PolicyError as exc:
             raise _policy_error(exc) from exc
+        if isinstance(version, ChangeApproval):
+            # The project asks a second administrator to approve changes like this one.
+            return Response(approval_body(version), status=status.HTTP_202_ACCEPTED)
         return Response(version_body(version, active_id=version.pk), status=status.HTTP_201_CREATED)
 
 
@@ -230,3 +258,37 @@ class JobCancelView(GovernanceAPIView):
         self.check(request, job.project_id)
         replay_service.request_cancel(job, user=request.user)
         return Response(job_body(selectors.job(access.projects_of(request.user), job_id).get()))
+
+
+class ApprovalDecisionSerializer(serializers.Serializer):
+    action = serializers.ChoiceField(choices=["approve", "reject"])
+    reason = serializers.CharField(max_length=2000)
+
+
+class ApprovalDecisionView(GovernanceAPIView):
+    """A second administrator approves or rejects a waiting change that widens what becomes memory."""
+
+    write_roles = access.ADMIN_ROLES
+
+    @extend_schema(
+        request=ApprovalDecisionSerializer,
+        responses={200: OpenApiTypes.OBJECT},
+        summary="Approve or reject a change waiting for a second administrator",
+    )
+    def post(self, request: Request, approval_id: int) -> Response:
+        approval = get_object_or_404(
+            ChangeApproval.objects.filter(project__in=access.projects_of(request.user)), pk=approval_id
+        )
+        self.check(request, approval.project_id)
+        body = ApprovalDecisionSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            decided = policy_service.decide_approval(
+                approval.pk,
+                approve=body.validated_data["action"] == "approve",
+                reason=body.validated_data["reason"],
+                user=request.user,
+            )
+        except policy_service.PolicyError as exc:
+            raise _policy_error(exc) from exc
+        return Response(approval_body(decided))

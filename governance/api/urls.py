@@ -27,6 +27,11 @@ urlpatterns = [
     path(f"{POLICY}/rollback", policy_api.PolicyRollbackView.as_view(), name="api-admin-policy-rollback"),
     path(f"{POLICY}/versions", policy_api.PolicyVersionsView.as_view(), name="api-admin-policy-versions"),
     path(f"{POLICY}/replay", policy_api.PolicyReplayView.as_view(), name="api-admin-policy-replay"),
+    path(
+        "admin/approvals/<int:approval_id>/decision",
+        policy_api.ApprovalDecisionView.as_view(),
+        name="api-admin-approval-decision",
+    ),
     path("admin/jobs/<uuid:job_id>", policy_api.JobView.as_view(), name="api-admin-job"),
     path("admin/jobs/<uuid:job_id>/cancel", policy_api.JobCancelView.as_view(), name="api-admin-job-cancel"),
     path("admin/audit", AuditHistory.as_view(), name="api-admin-audit"),

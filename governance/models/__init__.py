@@ -3,7 +3,7 @@
 from governance.models.audit import AuditEntry
 from governance.models.facts import Fact, Supersession, Tombstone
 from governance.models.jobs import Job
-from governance.models.policies import PolicyDraft, PolicyVersion
+from governance.models.policies import ChangeApproval, PolicyDraft, PolicyVersion
 from governance.models.projects import (
     Agent,
     AgentKey,
@@ -21,6 +21,7 @@ __all__ = [
     "Agent",
     "AgentKey",
     "AuditEntry",
+    "ChangeApproval",
     "Fact",
     "Job",
     "Membership",

@@ -58,3 +58,46 @@ class PolicyDraft(models.Model):
     @property
     def policy(self) -> PolicySettings:
         return PolicySettings.from_dict(self.settings)
+
+
+class ChangeApproval(models.Model):
+    """A change that widens what becomes memory without review, waiting for a second administrator."""
+
+    POLICY = "policy"
+    SOURCE_CAPS = "source_caps"
+    KINDS = ((POLICY, "Policy version"), (SOURCE_CAPS, "Source authority caps"))
+    STATUSES = (
+        ("pending", "Waiting"),
+        ("approved", "Approved"),
+        ("rejected", "Rejected"),
+        ("stale", "Out of date"),
+    )
+
+    project = models.ForeignKey("governance.Project", on_delete=models.PROTECT, related_name="approvals")
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    kind = models.CharField(max_length=16, choices=KINDS)
+    # The policy settings or the caps to apply, exactly as the requester saw them.
+    payload = models.JSONField()
+    # Policy changes: the version in force when requested; approving after it moved would undo that.
+    based_on = models.ForeignKey(
+        PolicyVersion, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    widening = models.JSONField(default=list)
+    reason = models.TextField()
+    requested_by = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    requested_at = models.DateTimeField(default=timezone.now)
+    status = models.CharField(max_length=16, choices=STATUSES, default="pending")
+    decided_by = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-requested_at", "-id"]
+        indexes = [models.Index(fields=["project", "status"], name="approval_project_status_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} change {self.pk} ({self.status})"

@@ -30,6 +30,10 @@ class Project(models.Model):
     name = models.CharField(max_length=200)
     # Per-source maximum authority, overriding DESIGN.md's defaults (R4).
     source_caps = models.JSONField(default=dict, blank=True)
+    # "Two people": a change that lets more become memory without review
+    # (raised caps, a lower auto-approve floor, identity checks off) waits for
+    # a second administrator (services/policies.py).
+    require_second_approval = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
     archived_at = models.DateTimeField(null=True, blank=True)
 

@@ -61,3 +61,35 @@ def validate_source_caps(raw: Mapping[str, Any]) -> tuple[dict[str, int], dict[s
         if value != default:
             caps[name] = value
     return ({}, errors) if errors else (caps, {})
+
+
+# --- changes that let more become memory without a reviewer (least authority) -----------
+
+
+def widening_policy_changes(before: PolicySettings, after: PolicySettings) -> list[str]:
+    """What in ``after`` lets more become memory, or reach a context, without a person, in plain words.
+
+    Lowering the auto-approve floor lets weaker sources become active with no
+    reviewer; turning identity verification off lets principal memory reach
+    an unverified requester. Such changes need a project administrator.
+    """
+    widening = []
+    if after.auto_approve_min_authority < before.auto_approve_min_authority:
+        widening.append(
+            f"Writes become memory without review from authority {after.auto_approve_min_authority} "
+            f"(was {before.auto_approve_min_authority})."
+        )
+    if before.require_identity_verification and not after.require_identity_verification:
+        widening.append("Memory about a person is given out without verifying who is asking.")
+    return widening
+
+
+def widening_cap_changes(before: Mapping[str, int], after: Mapping[str, int]) -> list[str]:
+    """Source caps raised above what is in force (stored caps over the defaults), in plain words."""
+    old = {**DEFAULT_SOURCE_CAPS, **before}
+    new = {**DEFAULT_SOURCE_CAPS, **after}
+    return [
+        f"{name.replace('_', ' ').capitalize()} may carry authority {new[name]} (was {old[name]})."
+        for name in DEFAULT_SOURCE_CAPS
+        if new[name] > old[name]
+    ]

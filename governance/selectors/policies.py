@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from django.db.models import Count, QuerySet
 
-from governance.models import Agent, Fact, Job, PolicyDraft, PolicyVersion, Project
+from governance.models import Agent, ChangeApproval, Fact, Job, PolicyDraft, PolicyVersion, Project
 from governance.rules.policy import PolicySettings
 from governance.rules.policy_changes import FieldChange, diff_settings
 from governance.services.replay import JOB_KIND
@@ -82,3 +82,12 @@ def facts_for_rows(fact_ids: set[int]) -> dict[int, Fact]:
     """
     rows = Fact.objects.filter(pk__in=fact_ids).only("id", "kind", "key", "statement", "status")
     return {fact.pk: fact for fact in rows}
+
+
+def pending_approvals(project_ids: list[int]) -> list[ChangeApproval]:
+    """Changes waiting for a second administrator in these projects, oldest first."""
+    return list(
+        ChangeApproval.objects.filter(project_id__in=project_ids, status="pending")
+        .select_related("project", "agent", "requested_by")
+        .order_by("requested_at", "id")
+    )

@@ -15,9 +15,16 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from governance.models import Agent, PolicyDraft, PolicyVersion, Project
+from governance import access
+from governance.models import Agent, ChangeApproval, PolicyDraft, PolicyVersion, Project
 from governance.rules.policy import PolicySettings, merge_and_validate
-from governance.rules.policy_changes import FieldChange, diff_settings, validate_source_caps
+from governance.rules.policy_changes import (
+    FieldChange,
+    diff_settings,
+    validate_source_caps,
+    widening_cap_changes,
+    widening_policy_changes,
+)
 from governance.services import audit
 
 
@@ -55,6 +62,67 @@ class NothingToChange(PolicyError):
 
 class UnknownVersion(PolicyError):
     field = "version"
+
+
+class NeedsAdmin(PolicyError):
+    """The change lets more become memory without review: only a project administrator may make it."""
+
+    def __init__(self, widening: list[str]) -> None:
+        self.widening = widening
+        super().__init__(
+            "Only a project administrator may make this change, because it lets more become memory "
+            "without a reviewer: " + " ".join(widening)
+        )
+
+
+class ApprovalError(PolicyError):
+    """A second approval that cannot be given (not pending, same person, or not an administrator)."""
+
+
+def _widening_allowed(project: Project, user: Any, widening: list[str]) -> None:
+    """Least authority: widening changes need the project's admin; commands run as the operator."""
+    if (
+        widening
+        and getattr(user, "pk", None) is not None
+        and not access.has_role(user, project, access.ADMIN_ROLES)
+    ):
+        raise NeedsAdmin(widening)
+
+
+def _needs_second_person(project: Project, user: Any, widening: list[str]) -> bool:
+    return bool(widening) and project.require_second_approval and getattr(user, "pk", None) is not None
+
+
+def _request_approval(
+    project: Project,
+    kind: str,
+    payload: dict[str, Any],
+    widening: list[str],
+    reason: str,
+    user: Any,
+    *,
+    agent: Agent | None = None,
+    based_on: PolicyVersion | None = None,
+) -> ChangeApproval:
+    approval = ChangeApproval.objects.create(
+        project=project,
+        agent=agent,
+        kind=kind,
+        payload=payload,
+        based_on=based_on,
+        widening=widening,
+        reason=reason,
+        requested_by=user,
+    )
+    audit.record(
+        project,
+        "change.approval_requested",
+        approval,
+        reason=reason,
+        actor_user=user,
+        data={"kind": kind, "agent": agent.slug if agent else None, "widening": widening},
+    )
+    return approval
 
 
 def _locked(agent: Agent) -> Agent:
@@ -142,11 +210,14 @@ def _next_version(
 
 
 @transaction.atomic
-def publish_draft(agent: Agent, reason: str, *, user: Any = None) -> PolicyVersion:
+def publish_draft(agent: Agent, reason: str, *, user: Any = None) -> PolicyVersion | ChangeApproval:
     """The draft becomes a new immutable version and the agent's active policy.
 
     The next retrieval reports the new version; retrievals already made keep
-    the version they used (their events point at it, R14).
+    the version they used (their events point at it, R14). A draft that lets
+    more become memory without review needs a project administrator, and in a
+    project that asks for two people it waits for a second administrator: the
+    pending ``ChangeApproval`` is returned instead of a version.
     """
     reason = (reason or "").strip()
     if not reason:
@@ -170,8 +241,36 @@ def publish_draft(agent: Agent, reason: str, *, user: Any = None) -> PolicyVersi
     changes = diff_settings(active.policy, settings)
     if not changes:
         raise NothingToChange(f"The draft equals version {active.version}, which is already active.")
+    widening = widening_policy_changes(active.policy, settings)
+    _widening_allowed(agent.project, user, widening)
+    if _needs_second_person(agent.project, user, widening):
+        return _request_approval(
+            agent.project,
+            ChangeApproval.POLICY,
+            settings.to_dict(),
+            widening,
+            reason,
+            user,
+            agent=agent,
+            based_on=active,
+        )
     version = _next_version(agent, settings.to_dict(), reason, user, rolled_back_from=None)
     draft.delete()
+    _record_publish(agent, version, active, changes, widening, reason, user)
+    return version
+
+
+def _record_publish(
+    agent: Agent,
+    version: PolicyVersion,
+    previous: PolicyVersion,
+    changes: list[FieldChange],
+    widening: list[str],
+    reason: str,
+    user: Any,
+    *,
+    approved_by: Any = None,
+) -> None:
     audit.record(
         agent.project,
         "policy.published",
@@ -180,12 +279,13 @@ def publish_draft(agent: Agent, reason: str, *, user: Any = None) -> PolicyVersi
         data={
             "agent": agent.slug,
             "version": version.version,
-            "previous": active.version,
+            "previous": previous.version,
             "changes": _changes_data(changes),
+            "widening": widening,
+            "approved_by": approved_by.get_username() if approved_by is not None else None,
         },
         actor_user=user,
     )
-    return version
 
 
 @transaction.atomic
@@ -203,6 +303,14 @@ def rollback(agent: Agent, to_version: int, reason: str, *, user: Any = None) ->
     if not changes:
         raise NothingToChange(
             f"Version {to_version} equals version {active.version}, which is already active."
+        )
+    # A rollback is a publish: going back to a looser version widens like any other change.
+    widening = widening_policy_changes(active.policy, target.policy)
+    _widening_allowed(agent.project, user, widening)
+    if _needs_second_person(agent.project, user, widening):
+        raise ApprovalError(
+            "This project asks a second administrator to approve changes like this one: publish it "
+            "as a draft (copy the version into the draft) so it can be approved."
         )
     version = _next_version(agent, dict(target.settings), reason, user, rolled_back_from=target)
     audit.record(
@@ -223,8 +331,14 @@ def rollback(agent: Agent, to_version: int, reason: str, *, user: Any = None) ->
 
 
 @transaction.atomic
-def set_source_caps(project: Project, caps: Mapping[str, Any], reason: str, *, user: Any = None) -> Project:
-    """The project's maximum authority per source type (R4); future writes are capped by it."""
+def set_source_caps(
+    project: Project, caps: Mapping[str, Any], reason: str, *, user: Any = None
+) -> Project | ChangeApproval:
+    """The project's maximum authority per source type (R4); future writes are capped by it.
+
+    Raising a cap needs a project administrator, and a second one where the
+    project asks for two people (the pending ``ChangeApproval`` is returned).
+    """
     reason = (reason or "").strip()
     if not reason:
         raise ReasonRequired()
@@ -236,6 +350,23 @@ def set_source_caps(project: Project, caps: Mapping[str, Any], reason: str, *, u
     previous = dict(project.source_caps or {})
     if previous == stored:
         raise NothingToChange("These caps are already in force.")
+    widening = widening_cap_changes(previous, stored)
+    _widening_allowed(project, user, widening)
+    if _needs_second_person(project, user, widening):
+        return _request_approval(project, ChangeApproval.SOURCE_CAPS, stored, widening, reason, user)
+    return _apply_caps(project, previous, stored, widening, reason, user)
+
+
+def _apply_caps(
+    project: Project,
+    previous: dict[str, Any],
+    stored: dict[str, int],
+    widening: list[str],
+    reason: str,
+    user: Any,
+    *,
+    approved_by: Any = None,
+) -> Project:
     project.source_caps = stored
     project.save(update_fields=["source_caps"])
     audit.record(
@@ -243,7 +374,107 @@ def set_source_caps(project: Project, caps: Mapping[str, Any], reason: str, *, u
         "project.source_caps_changed",
         project,
         reason=reason,
-        data={"from": previous, "to": stored},
+        data={
+            "from": previous,
+            "to": stored,
+            "widening": widening,
+            "approved_by": approved_by.get_username() if approved_by is not None else None,
+        },
         actor_user=user,
     )
     return project
+
+
+@transaction.atomic
+def set_second_approval(project: Project, enabled: bool, reason: str, *, user: Any = None) -> Project:
+    """Turn the project's "two people" rule for widening changes on or off (administrators only)."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise ReasonRequired()
+    _widening_allowed(project, user, ["Changes the rule that widening changes need two people."])
+    project = Project.objects.select_for_update().get(pk=project.pk)
+    if project.require_second_approval == enabled:
+        raise NothingToChange("This is already the project's setting.")
+    previous = project.require_second_approval
+    project.require_second_approval = enabled
+    project.save(update_fields=["require_second_approval"])
+    audit.record(
+        project,
+        "project.second_approval_changed",
+        project,
+        reason=reason,
+        actor_user=user,
+        data={"from": previous, "to": enabled},
+    )
+    return project
+
+
+@transaction.atomic
+def decide_approval(approval_id: int, *, approve: bool, reason: str, user: Any) -> ChangeApproval:
+    """A second administrator approves (and so applies) or rejects a waiting widening change."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise ReasonRequired()
+    # Locked: two administrators deciding at once cannot both apply it.
+    approval = ChangeApproval.objects.select_for_update().get(pk=approval_id)
+    project = Project.objects.select_for_update().get(pk=approval.project_id)
+    if approval.status != "pending":
+        raise ApprovalError(f"This change was already decided ({approval.get_status_display().lower()}).")
+    if not access.has_role(user, project, access.ADMIN_ROLES):
+        raise NeedsAdmin(list(approval.widening))
+    if approve and approval.requested_by_id == user.pk:
+        raise ApprovalError("A second administrator must approve this change, not the one who asked for it.")
+    now = timezone.now()
+    approval.decided_by = user
+    approval.decided_at = now
+    approval.decision_reason = reason
+    if not approve:
+        approval.status = "rejected"
+    elif approval.kind == ChangeApproval.POLICY:
+        approval.status = _apply_approved_policy(approval, user)
+    else:
+        _apply_caps(
+            project,
+            dict(project.source_caps or {}),
+            dict(approval.payload),
+            list(approval.widening),
+            approval.reason,
+            approval.requested_by,
+            approved_by=user,
+        )
+        approval.status = "approved"
+    approval.save(update_fields=["status", "decided_by", "decided_at", "decision_reason"])
+    audit.record(
+        project,
+        f"change.{approval.status}",
+        approval,
+        reason=reason,
+        actor_user=user,
+        data={"kind": approval.kind, "requested_by": approval.requested_by.get_username()},
+    )
+    return approval
+
+
+def _apply_approved_policy(approval: ChangeApproval, user: Any) -> str:
+    assert approval.agent is not None
+    agent = _locked(approval.agent)
+    active = _active(agent)
+    if approval.based_on_id != active.pk:
+        # Publishing it now would silently undo whatever was published since.
+        return "stale"
+    settings = PolicySettings.from_dict(approval.payload)
+    version = _next_version(
+        agent, settings.to_dict(), approval.reason, approval.requested_by, rolled_back_from=None
+    )
+    PolicyDraft.objects.filter(agent=agent, based_on=active).delete()
+    _record_publish(
+        agent,
+        version,
+        active,
+        diff_settings(active.policy, settings),
+        list(approval.widening),
+        approval.reason,
+        approval.requested_by,
+        approved_by=user,
+    )
+    return "approved"

@@ -25,7 +25,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from governance import access
-from governance.models import Agent, Job, Project
+from governance.models import Agent, ChangeApproval, Job, Project
 from governance.models.facts import SourceType
 from governance.rules import replay as replay_rules
 from governance.rules.guard import DEFAULT_SOURCE_CAPS
@@ -309,8 +309,65 @@ def agents(request: HttpRequest) -> HttpResponse:
             ],
             "editable_projects": editable,
             "can_edit": bool(editable),
+            **_approvals_context(request, projects),
         },
     )
+
+
+WAITING_FOR_SECOND = (
+    "This change lets more become memory without a reviewer, and this project asks a second "
+    "administrator to approve such changes. It is waiting for them now."
+)
+
+
+def _approvals_context(request: HttpRequest, projects: Any) -> dict[str, Any]:
+    admin_of = set(access.project_ids_with_role(request.user, access.ADMIN_ROLES))
+    return {
+        "approvals": selectors.pending_approvals([p.pk for p in projects]),
+        "admin_projects": admin_of,
+    }
+
+
+@require_POST
+@console_view(write_roles=access.ADMIN_ROLES)
+def decide_approval(request: HttpRequest, approval_id: int) -> HttpResponse:
+    approval = get_object_or_404(
+        ChangeApproval.objects.filter(project__in=access.projects_of(request.user)), pk=approval_id
+    )
+    check(request, approval.project_id)
+    reason = (request.POST.get("reason") or "").strip()
+    try:
+        decided = policy_service.decide_approval(
+            approval.pk, approve=request.POST.get("action") == "approve", reason=reason, user=request.user
+        )
+    except policy_service.PolicyError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, APPROVAL_OUTCOMES[decided.status])
+    return HttpResponseRedirect(reverse("policies:agents") + "#approvals")
+
+
+APPROVAL_OUTCOMES = {
+    "approved": "Approved: the change is in force.",
+    "rejected": "Rejected: nothing changed.",
+    "stale": "Not applied: the policy changed since this was asked for. The editor can publish it again.",
+}
+
+
+@require_POST
+@console_view(write_roles=access.ADMIN_ROLES)
+def second_approval(request: HttpRequest, project: str) -> HttpResponse:
+    obj = get_object_or_404(scoped(request, Project.objects.all(), "pk"), slug=project)
+    check(request, obj)
+    try:
+        policy_service.set_second_approval(
+            obj, request.POST.get("enabled") == "on", request.POST.get("reason") or "", user=request.user
+        )
+    except policy_service.PolicyError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "Saved.")
+    return HttpResponseRedirect(reverse("policies:agents") + f"#caps-{obj.slug}")
 
 
 @require_POST
@@ -321,7 +378,9 @@ def source_caps(request: HttpRequest, project: str) -> HttpResponse:
     form = SourceCapsForm(request.POST, caps=obj.source_caps or {}, prefix=obj.slug)
     if form.is_valid():
         try:
-            policy_service.set_source_caps(obj, form.caps(), form.cleaned_data["reason"], user=request.user)
+            result = policy_service.set_source_caps(
+                obj, form.caps(), form.cleaned_data["reason"], user=request.user
+            )
         except policy_service.InvalidPolicy as exc:
             for name, errors in exc.errors.items():
                 for error in errors:
@@ -329,7 +388,10 @@ def source_caps(request: HttpRequest, project: str) -> HttpResponse:
         except policy_service.PolicyError as exc:
             form.add_error(exc.field if exc.field in form.fields else None, str(exc))
         else:
-            messages.success(request, f"Source authority caps of {obj.slug} saved.")
+            if isinstance(result, ChangeApproval):
+                messages.info(request, WAITING_FOR_SECOND)
+            else:
+                messages.success(request, f"Source authority caps of {obj.slug} saved.")
             return HttpResponseRedirect(reverse("policies:agents"))
     projects = access.projects_of(request.user).order_by("slug")
     editable = set(access.project_ids_with_role(request.user, access.POLICY_EDIT_ROLES))
@@ -350,6 +412,7 @@ def source_caps(request: HttpRequest, project: str) -> HttpResponse:
             "caps_forms": caps_forms,
             "editable_projects": editable,
             "can_edit": True,
+            **_approvals_context(request, projects),
         },
         status=400,
     )
@@ -406,7 +469,10 @@ def publish(request: HttpRequest, project: str, agent: str) -> HttpResponse:
         except policy_service.PolicyError as exc:
             form.add_error(exc.field if exc.field in form.fields else None, str(exc))
         else:
-            messages.success(request, f"Published version {version.version}: the next retrieval uses it.")
+            if isinstance(version, ChangeApproval):
+                messages.info(request, WAITING_FOR_SECOND)
+            else:
+                messages.success(request, f"Published version {version.version}: the next retrieval uses it.")
             return HttpResponseRedirect(_agent_url(obj))
     return _agent_page(request, obj, status=400, publish_form=form)
 

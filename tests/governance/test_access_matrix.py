@@ -28,6 +28,7 @@ from governance.context import actor_scope
 from governance.models import (
     AgentKey,
     AuditEntry,
+    ChangeApproval,
     Fact,
     Job,
     Membership,
@@ -121,6 +122,15 @@ def world(project, other_project):
             kind="policy_replay", project=other_project, agent=b_bot.agent, created_by=b_reviewer
         )
         token, _ = credentials.create_access_token(b_reviewer)
+        approval = ChangeApproval.objects.create(
+            project=other_project,
+            agent=b_bot.agent,
+            kind=ChangeApproval.POLICY,
+            payload={},
+            widening=["Memory about a person is given out without verifying who is asking."],
+            reason="test",
+            requested_by=b_reviewer,
+        )
     assert write.status == "pending_review" and active.status == "active"
     values = {
         "fact_id": active.fact_id,
@@ -136,6 +146,7 @@ def world(project, other_project):
         "job_id": job.pk,
         "external_id": "carol",
         "membership_id": Membership.objects.get(user=b_reviewer, project=other_project).pk,
+        "approval_id": approval.pk,
     }
     return {
         "a_admin": a_admin,

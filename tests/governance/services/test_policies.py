@@ -76,6 +76,7 @@ def test_publish_makes_a_new_immutable_version_active_and_audits_the_reason(bot,
 
     version = policies.publish_draft(bot, "  Stale memory confused users  ", user=policy_editor)
 
+    assert isinstance(version, PolicyVersion)
     assert version.version == 2
     assert version.policy == PolicySettings(confirm_days=10)
     assert (version.reason, version.created_by) == ("Stale memory confused users", policy_editor)
@@ -176,11 +177,17 @@ def test_discard_draft(bot, policy_editor):
 
 
 def test_source_caps_store_overrides_with_a_reason(project, policy_editor):
-    policies.set_source_caps(project, {"web_page": 2}, "Our wiki is curated", user=policy_editor)
+    admin = make_user("ada", "admin", project)
+    policies.set_source_caps(project, {"web_page": 2}, "Our wiki is curated", user=admin)
     project.refresh_from_db()
     assert project.source_caps == {"web_page": 2}
     entry = AuditEntry.objects.get(action="project.source_caps_changed")
-    assert entry.data == {"from": {}, "to": {"web_page": 2}}
+    assert entry.data == {
+        "from": {},
+        "to": {"web_page": 2},
+        "widening": ["Web page may carry authority 2 (was 1)."],
+        "approved_by": None,
+    }
     with pytest.raises(policies.InvalidPolicy) as caught:
         policies.set_source_caps(project, {"web_page": 9}, "More", user=policy_editor)
     assert "web_page" in caught.value.errors

@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import cast
 
 import pytest
+from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
@@ -274,7 +275,16 @@ def test_source_caps_form(pat, project):
 
     data: dict[str, object] = {f"acme-cap_{source}": cap for source, cap in DEFAULT_SOURCE_CAPS.items()}
     data.update({"acme-cap_web_page": 2, "acme-reason": "Our wiki is curated"})
-    assert pat.post(url, data).status_code == 302
+    # Raising a cap lets more become memory without review: a policy editor may not.
+    refused = pat.post(url, data)
+    assert refused.status_code == 400
+    assert "Only a project administrator may make this change" in refused.content.decode()
+    project.refresh_from_db()
+    assert project.source_caps == {}
+
+    admin = Client()
+    admin.force_login(make_user("ada", "admin", project))
+    assert admin.post(url, data).status_code == 302
     project.refresh_from_db()
     assert project.source_caps == {"web_page": 2}
 

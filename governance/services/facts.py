@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,7 +24,7 @@ from governance.models import (
 from governance.models.history import ERASURE_SETTING
 from governance.rules import guard
 from governance.rules.rendering import single_line
-from governance.rules.text import statement_fingerprint
+from governance.rules.text import keyed_digest, statement_fingerprint
 from governance.services import audit
 
 ERASED = "[withdrawn]"
@@ -549,6 +548,10 @@ def end_scope(facts: QuerySet[Fact], *, reason: str, actor_label: str) -> int:
     return len(ended)
 
 
-def statement_digest(statement: str) -> str:
-    """The digest history and the audit chain keep in place of erasable text (R8, R15)."""
-    return hashlib.sha256(statement.encode()).hexdigest()
+def statement_digest(text: str) -> str:
+    """The one digest of erasable text kept on facts, in history and in the audit chain (R8, R15).
+
+    Keyed with the tombstone key (governance.rules.text.keyed_digest): whoever
+    holds an export cannot confirm a guessed statement after it was withdrawn.
+    """
+    return keyed_digest(text, settings.TOMBSTONE_KEY.encode())

@@ -47,6 +47,7 @@ CHECK_LABELS: dict[str, str] = {
     "reviewer_address": "Tries to talk to the reviewer",
     "resubmitted_rejected": "Re-submits a rejected assertion",
     "tombstoned": "Re-learns a withdrawn fact (R8)",
+    "withdrawn_since": "Withdrawn since it was written",
     "derived_from_retrieval": "Derived from a retrieval (R16)",
     "write_back_amplification": "Write-back amplification (R16)",
     "burst": "Burst of near-duplicate writes",

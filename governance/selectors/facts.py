@@ -9,7 +9,7 @@ from typing import Any
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from governance.models import AuditEntry, Fact, Principal, Supersession, Write
+from governance.models import Agent, AuditEntry, Fact, Principal, Supersession, Write
 
 CHAIN_LIMIT = 100
 
@@ -50,6 +50,16 @@ def supersession_chain(fact: Fact) -> list[dict[str, object]]:
         }
         for link in links
     ]
+
+
+def visible_to_agent(agent: Agent) -> QuerySet[Fact]:
+    """The facts an agent key may read or act on, following retrieval's scoping.
+
+    Its project only (R1), and a slot (working memory of one session) only
+    for the agent of that session: another agent's slots answer 404, like any
+    id outside the key's reach.
+    """
+    return Fact.objects.filter(project_id=agent.project_id).filter(~Q(kind="slot") | Q(session__agent=agent))
 
 
 def active_memories(principal: Principal) -> QuerySet[Fact]:

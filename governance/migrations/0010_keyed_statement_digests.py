@@ -159,13 +159,6 @@ def _rekey_chain(apps: Any, cursor: Any, project_id: int | None, key: bytes) -> 
     """Re-key one project's audit data and re-link its chain; the number of entries rewritten."""
     AuditEntry = apps.get_model("governance", "AuditEntry")
     chain = AuditEntry.objects.filter(project_id=project_id).order_by("sequence")
-    broken = _chain_break(chain.iterator(chunk_size=BATCH))
-    if broken is not None:
-        raise RuntimeError(
-            f"The audit chain of project id {project_id} is already broken ({broken}). Re-keying it "
-            "would re-seal the chain and hide that; run `manage.py verify_audit` and investigate "
-            "before migrating."
-        )
     previous = GENESIS
     head: tuple[int, str] | None = None
     first: int | None = None
@@ -218,12 +211,25 @@ def _rekey_chain(apps: Any, cursor: Any, project_id: int | None, key: bytes) -> 
 def rekey_statement_digests(apps: Any, schema_editor: Any) -> None:
     key = _key()
     AuditEntry = apps.get_model("governance", "AuditEntry")
+    projects = sorted(
+        AuditEntry.objects.order_by().values_list("project_id", flat=True).distinct(),
+        key=lambda p: (p is None, p or 0),
+    )
+    # Every chain is checked before anything changes.
+    for project_id in projects:
+        chain = AuditEntry.objects.filter(project_id=project_id).order_by("sequence")
+        broken = _chain_break(chain.iterator(chunk_size=BATCH))
+        if broken is not None:
+            raise RuntimeError(
+                f"The audit chain of project id {project_id} is already broken ({broken}). Re-keying "
+                "it would re-seal the chain and hide that; run `manage.py verify_audit` and "
+                "investigate before migrating."
+            )
     with schema_editor.connection.cursor() as cursor:
         _step_past_triggers(cursor)
         for table, pk, column in COLUMNS:
             _rekey_column(cursor, table, pk, column, key)
-        projects = AuditEntry.objects.order_by().values_list("project_id", flat=True).distinct()
-        for project_id in sorted(projects, key=lambda p: (p is None, p or 0)):
+        for project_id in projects:
             _rekey_chain(apps, cursor, project_id, key)
         cursor.execute("SELECT set_config(%s, 'off', true)", [ERASURE_SETTING])
         cursor.execute("SELECT set_config('pgtrigger.ignore', NULL, true)")

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from rest_framework.response import Response
 
 from governance.models import AuditEntry, Fact, ReviewDecision, Tombstone, Write
 from governance.services import reviews
@@ -27,13 +26,13 @@ FRAGMENT = "spare key under the blue"
 HIDDEN = "Keeps a spare\u200b key under the blue flowerpot"
 
 
-def withdraw(bot: AgentPersona, fact_id: int, **body: Any) -> Response:
+def withdraw(bot: AgentPersona, fact_id: int, **body: Any) -> Any:
     payload = {"reason": "She asked us to forget it", "principal": "alice", **body}
     payload = {k: v for k, v in payload.items() if v is not None}
     return bot.client.post(f"/api/v1/facts/{fact_id}/withdraw", payload, format="json")
 
 
-def decide(client: Any, write_id: int, action: str, **extra: Any) -> Response:
+def decide(client: Any, write_id: int, action: str, **extra: Any) -> Any:
     return client.post(
         f"/api/v1/admin/reviews/{write_id}/decision",
         {"action": action, "reason": "Checked with the customer", **extra},
@@ -51,7 +50,7 @@ def queue_ids(client: Any) -> list[int]:
 
 
 def test_the_pending_copy_cannot_come_back_after_the_active_one_is_withdrawn(support_bot, reviewer):
-    """The reported story: S pending via tool_output, S active via user_statement, withdraw, approve, retrieve."""
+    """The reported story: S pending (tool_output), S active (user_statement), withdraw, approve, retrieve."""
     pending = write(support_bot, STATEMENT, source="tool_output", expect="pending_review")
     active = write(support_bot, STATEMENT, source="user_statement")
     assert pending["fact"]["id"] != active["fact"]["id"]
@@ -134,7 +133,7 @@ def test_a_withdrawal_for_one_person_does_not_block_another_persons_approval(sup
     riley = token_client(reviewer)
     first = write(support_bot, STATEMENT)
     assert withdraw(support_bot, first["fact"]["id"]).status_code == 200
-    PrincipalFactory(project=support_bot.agent.project, external_id="bob")
+    PrincipalFactory.create(project=support_bot.agent.project, external_id="bob")
     bobs = write(
         support_bot, "Keeps a spare key", principal="bob", source="chat_message", expect="pending_review"
     )
@@ -175,7 +174,7 @@ def test_an_agents_withdrawal_leaves_blocked_copies_for_a_reviewer(client, suppo
 
 def test_an_agent_cannot_withdraw_another_agents_configuration(project, support_bot):
     config_bot = make_agent(project, "config-sync")
-    region = FactFactory(
+    region = FactFactory.create(
         project=project,
         principal=None,
         kind="project_fact",
@@ -200,9 +199,9 @@ def test_an_agent_cannot_withdraw_another_agents_configuration(project, support_
 
 
 def test_an_agent_cannot_withdraw_configuration_about_a_person(project, support_bot):
-    fact = FactFactory(
+    fact = FactFactory.create(
         project=project,
-        principal=PrincipalFactory(project=project, external_id="alice"),
+        principal=PrincipalFactory.create(project=project, external_id="alice"),
         statement="Alice's account tier is enterprise",
         source_type="config",
         authority=5,
@@ -256,7 +255,7 @@ def test_withdraw_must_name_the_principal(support_bot):
 
 def test_naming_another_person_is_the_same_404_as_an_unknown_fact(support_bot):
     created = write(support_bot, STATEMENT)
-    PrincipalFactory(project=support_bot.agent.project, external_id="bob")
+    PrincipalFactory.create(project=support_bot.agent.project, external_id="bob")
 
     wrong = withdraw(support_bot, created["fact"]["id"], principal="bob")
     unknown = withdraw(support_bot, 999_999, principal="bob")
@@ -301,7 +300,9 @@ def test_a_slot_is_visible_only_to_the_agent_of_its_session(project, support_bot
 
 def test_project_facts_stay_readable_by_every_agent_of_the_project(project, support_bot):
     other_bot = make_agent(project, "billing-bot")
-    fact = FactFactory(project=project, principal=None, kind="project_fact", statement="Office closes at 6pm")
+    fact = FactFactory.create(
+        project=project, principal=None, kind="project_fact", statement="Office closes at 6pm"
+    )
 
     assert other_bot.client.get(f"/api/v1/facts/{fact.pk}").status_code == 200
 

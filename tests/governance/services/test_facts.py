@@ -29,17 +29,19 @@ VARIANT = "  keeps a SPARE key under the blue   flowerpot. "
 def fact(
     project: Project, principal: Principal | None, status: str, statement: str = STATEMENT, **extra
 ) -> Fact:
-    return FactFactory(project=project, principal=principal, status=status, statement=statement, **extra)
+    return FactFactory.create(
+        project=project, principal=principal, status=status, statement=statement, **extra
+    )
 
 
 @pytest.fixture
 def alice(project: Project) -> Principal:
-    return PrincipalFactory(project=project, external_id="alice")
+    return PrincipalFactory.create(project=project, external_id="alice")
 
 
 @pytest.fixture
 def bob(project: Project) -> Principal:
-    return PrincipalFactory(project=project, external_id="bob")
+    return PrincipalFactory.create(project=project, external_id="bob")
 
 
 def test_a_persons_withdrawal_erases_every_copy_of_the_statement_for_that_principal(

@@ -100,7 +100,8 @@ def _act(request: HttpRequest, fact_id: int, name: str) -> HttpResponse:
                     fact, reason=reason, actor=f"user:{request.user.get_username()}", user=request.user
                 )
                 done = (
-                    f"Fact {fact.pk} withdrawn: its statement is erased; a tombstone blocks re-learning it."
+                    f"Fact {fact.pk} withdrawn: its statement is erased from it and from every copy "
+                    "about the same person; a tombstone blocks learning it again."
                 )
             elif name == "verify":
                 fact_service.verify_fact(fact, user=request.user, reason=reason)

@@ -62,6 +62,24 @@ def visible_to_agent(agent: Agent) -> QuerySet[Fact]:
     return Fact.objects.filter(project_id=agent.project_id).filter(~Q(kind="slot") | Q(session__agent=agent))
 
 
+def kept_for_review(fact: Fact) -> QuerySet[Write]:
+    """Writes of a withdrawn fact's statement that an agent's withdrawal left for a reviewer.
+
+    Same project and principal, same keyed fingerprint, text still there: the
+    held-back or rejected writes a person may erase from the fact page.
+    """
+    if fact.status != "withdrawn":
+        return Write.objects.none()
+    same_principal = (
+        Q(principal_id=fact.principal_id) if fact.principal_id is not None else Q(principal__isnull=True)
+    )
+    return (
+        Write.objects.filter(same_principal, project_id=fact.project_id, fingerprint=fact.fingerprint)
+        .exclude(statement="")
+        .order_by("pk")
+    )
+
+
 def active_memories(principal: Principal) -> QuerySet[Fact]:
     """Active, still-valid facts about the person (slots excluded: they are session state)."""
     from django.db.models import Q

@@ -215,7 +215,11 @@ def _withdraw(fact_id: int, *, reason: str, actor: str, user: Any, by_agent: boo
         .order_by("pk")
     )
     fact = next(f for f in facts if f.pk == fact_id)
-    if fact.status == "withdrawn":
+    copies = [f for f in facts if f.pk != fact_id]
+    # Withdrawn already: a person may still erase the copies an agent's
+    # withdrawal left for review (the evidence of blocked writes).
+    already = fact.status == "withdrawn"
+    if already and (by_agent or not (copies or writes)):
         raise FactStateError("This fact was already withdrawn.")
     if by_agent:
         refusal = withdrawal_rules.agent_refusal(
@@ -223,9 +227,8 @@ def _withdraw(fact_id: int, *, reason: str, actor: str, user: Any, by_agent: boo
         )
         if refusal is not None:
             raise WithdrawalRefused(refusal)
-    copies = [f for f in facts if f.pk != fact_id]
     kept_facts = [f for f in copies if withdrawal_rules.keeps_copy(f.status, by_agent=by_agent)]
-    erased_facts = [fact, *(f for f in copies if f not in kept_facts)]
+    erased_facts = [*([] if already else [fact]), *(f for f in copies if f not in kept_facts)]
     kept_fact_ids = {f.pk for f in kept_facts}
     kept_writes = sorted(
         w.pk
@@ -248,6 +251,9 @@ def _withdraw(fact_id: int, *, reason: str, actor: str, user: Any, by_agent: boo
     )
     stray = sorted(w.pk for w in writes if w.pk not in owned and w.pk not in kept_writes)
     now = timezone.now()
+    if already:
+        _erase_left_behind(fact, erased_facts, stray, writes, reason=reason, actor=actor, user=user, now=now)
+        return fact.tombstone
     tombstones = [
         _withdraw_one(
             erased,
@@ -339,6 +345,54 @@ def _withdraw_one(
         },
     )
     return tombstone
+
+
+def _erase_left_behind(
+    fact: Fact,
+    copies: list[Fact],
+    stray: list[int],
+    writes: list[Write],
+    *,
+    reason: str,
+    actor: str,
+    user: Any,
+    now: datetime,
+) -> None:
+    """A person erases what an agent's withdrawal of ``fact`` kept for review."""
+    key = settings.TOMBSTONE_KEY.encode()
+    for copy in copies:
+        _withdraw_one(
+            copy,
+            reason=reason,
+            actor=actor,
+            user=user,
+            now=now,
+            key=key,
+            keep_writes=[],
+            extra_writes=[],
+            context={"withdrawn_with": fact.pk},
+        )
+    statements = {w.statement for w in writes if w.pk in stray}
+    erased: list[int] = []
+    for statement in sorted(statements):
+        same = [w.pk for w in writes if w.pk in stray and w.statement == statement]
+        erased += _erase_everywhere(fact, statement, keep=[], extra=same).own_writes
+    closed = list(Write.objects.filter(pk__in=stray, status__in=REVIEWABLE).values_list("pk", flat=True))
+    Write.objects.filter(pk__in=closed).update(status="rejected", decided_at=now)
+    _invalidate_session_blocks([c.pk for c in copies])
+    audit.record(
+        fact.project,
+        "fact.evidence_erased",
+        fact,
+        reason=reason,
+        actor=actor,
+        actor_user=user,
+        data={
+            "copies_withdrawn": [c.pk for c in copies],
+            "writes_erased": sorted(set(erased) & set(stray)),
+            "writes_closed": closed,
+        },
+    )
 
 
 WITHDRAWN_SINCE_CHECK = "withdrawn_since"

@@ -76,6 +76,7 @@ def _render(
         "fact": fact,
         "forms": forms_by_name,
         "can_act": access.has_any_role(request.user, access.REVIEW_ROLES),
+        "kept_for_review": list(fact_selectors.kept_for_review(fact).values_list("pk", flat=True)),
         "notice": notice,
         "error": error,
     }
@@ -96,11 +97,14 @@ def _act(request: HttpRequest, fact_id: int, name: str) -> HttpResponse:
         reason = form.cleaned_data["reason"]
         try:
             if name == "withdraw":
+                was_withdrawn = fact.status == "withdrawn"
                 fact_service.withdraw_fact(
                     fact, reason=reason, actor=f"user:{request.user.get_username()}", user=request.user
                 )
                 done = (
-                    f"Fact {fact.pk} withdrawn: its statement is erased from it and from every copy "
+                    f"The copies of fact {fact.pk} that were kept for review are erased."
+                    if was_withdrawn
+                    else f"Fact {fact.pk} withdrawn: its statement is erased from it and from every copy "
                     "about the same person; a tombstone blocks learning it again."
                 )
             elif name == "verify":

@@ -327,3 +327,39 @@ def test_review_service_refuses_the_approval_without_recording_a_decision(suppor
         reviews.decide(again["id"], reviews.Decision("approve", "fine"), reviewer=reviewer)
 
     assert not ReviewDecision.objects.filter(write_id=again["id"]).exists()
+
+
+def test_a_reviewer_erases_a_rejected_write_an_agents_withdrawal_kept(client, support_bot, reviewer):
+    active = write(support_bot, STATEMENT)
+    # Asked for more authority than a chat message may have: turned away, no fact, kept as evidence.
+    response = support_bot.client.post(
+        "/api/v1/writes",
+        {
+            "principal": "alice",
+            "kind": "preference",
+            "statement": STATEMENT,
+            "authority": 5,
+            "source": {"type": "chat_message", "ref": "chat:9", "observed_at": "2026-11-30T10:00:00Z"},
+        },
+        format="json",
+    )
+    assert response.json()["status"] == "rejected" and response.json()["fact"] is None
+    blocked = response.json()["id"]
+    assert withdraw(support_bot, active["fact"]["id"]).status_code == 200
+    assert Write.objects.get(pk=blocked).statement == STATEMENT
+    # The agent cannot finish the job; the fact page offers it to a reviewer.
+    assert withdraw(support_bot, active["fact"]["id"]).status_code == 409
+    client.force_login(reviewer)
+    page = client.get(f"/facts/{active['fact']['id']}/").content.decode()
+    assert "data-kept-for-review" in page and f"#{blocked}" in page
+
+    erased = client.post(f"/facts/{active['fact']['id']}/withdraw", {"reason": "Erase the evidence too"})
+
+    assert erased.status_code == 302
+    assert Write.objects.get(pk=blocked).statement == ""
+    assert rows_containing(FRAGMENT) == []
+    entry = AuditEntry.objects.get(action="fact.evidence_erased", object_id=str(active["fact"]["id"]))
+    assert entry.actor == "user:riley" and blocked in entry.data["writes_erased"]
+    assert "data-kept-for-review" not in client.get(f"/facts/{active['fact']['id']}/").content.decode()
+    # Nothing is left to erase: a second try is refused.
+    assert client.post(f"/facts/{active['fact']['id']}/withdraw", {"reason": "again"}).status_code == 409

@@ -119,7 +119,7 @@ class FactWithdraw(AgentAPIView):
             ),
             409: OpenApiResponse(OpenApiTypes.OBJECT, description="Already withdrawn."),
         },
-        summary="Withdraw a fact on the request of the person it is about (R8)",
+        summary="Withdraw a fact on the request of the person it is about",
         description="Erases the statement from every copy about that person and leaves a tombstone "
         "that blocks learning it again. Copies that were held back or rejected by review stay for a "
         'reviewer to decide. Body: `{"reason": ..., "principal": <external id>}`; the principal '

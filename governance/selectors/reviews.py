@@ -46,7 +46,7 @@ CHECK_LABELS: dict[str, str] = {
     "exfiltration_link": "Link that could carry data away",
     "reviewer_address": "Tries to talk to the reviewer",
     "resubmitted_rejected": "Re-submits a rejected assertion",
-    "tombstoned": "Re-learns a withdrawn fact (R8)",
+    "tombstoned": "Re-learns a withdrawn fact",
     "withdrawn_since": "Withdrawn since it was written",
     "derived_from_retrieval": "Derived from a retrieval (R16)",
     "write_back_amplification": "Write-back amplification (R16)",

@@ -18,9 +18,10 @@ The audit trail. Its entries hash their ``data``, and ``write.submitted`` and
 plain would keep exactly the confirmable hash this migration exists to remove;
 re-keying them changes the hashed content. So, per project chain:
 
-1. the chain is verified first, and the migration stops if it is already
-   broken: re-linking a tampered chain would seal the tampering in, and that
-   needs a person to look (``manage.py verify_audit``) before anything else;
+1. every chain is verified before anything changes, and the migration stops
+   if one is already broken: re-linking a tampered chain would seal the
+   tampering in, and that needs a person to look (``manage.py verify_audit``)
+   before anything else;
 2. the digests are re-keyed and every hash from the first changed entry on is
    recomputed, so ``verify_audit`` passes afterwards;
 3. one ``audit.rekeyed`` entry is appended to each rewritten chain, naming the

@@ -3,7 +3,6 @@ editor, an auditor, an outsider from another project, an agent key)."""
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -19,6 +18,7 @@ from governance.context import actor_scope
 from governance.models import Agent, Fact, Membership, Principal, Project, RetrievalEvent
 from governance.rules.text import statement_fingerprint
 from governance.services import agents, credentials
+from governance.services.facts import statement_digest
 
 PASSWORD = "correct horse battery staple"
 
@@ -61,7 +61,7 @@ class FactFactory(factory.django.DjangoModelFactory[Fact]):
     recorded_at = factory.LazyFunction(timezone.now)
     last_verified_at = factory.LazyAttribute(lambda o: o.source_observed_at)
     status = "active"
-    statement_digest = factory.LazyAttribute(lambda o: hashlib.sha256(o.statement.encode()).hexdigest())
+    statement_digest = factory.LazyAttribute(lambda o: statement_digest(o.statement))
     fingerprint = factory.LazyAttribute(
         lambda o: statement_fingerprint(o.statement, settings.TOMBSTONE_KEY.encode())
     )

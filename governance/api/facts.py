@@ -5,8 +5,9 @@ from __future__ import annotations
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
+from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -52,11 +53,19 @@ def fact_body(fact: Fact, *, policy_tiers: tuple[int, int] | None = None) -> dic
 
 class FactDetail(AgentAPIView):
     @extend_schema(
-        responses={200: OpenApiTypes.OBJECT}, summary="One fact with provenance and its supersession chain"
+        responses={
+            200: OpenApiTypes.OBJECT,
+            404: OpenApiResponse(
+                OpenApiTypes.OBJECT,
+                description="No such fact in the key's project, or a slot of another agent's session.",
+            ),
+        },
+        summary="One fact with provenance and its supersession chain",
     )
     def get(self, request: Request, fact_id: int) -> Response:
+        # Retrieval's scoping: a slot is visible only to the agent of its session.
         fact = get_object_or_404(
-            Fact.objects.select_related("principal"), pk=fact_id, project=self.project(request)
+            fact_selectors.visible_to_agent(self.agent(request)).select_related("principal"), pk=fact_id
         )
         body = fact_body(fact)
         chain = fact_selectors.supersession_chain(fact)
@@ -67,24 +76,71 @@ class FactDetail(AgentAPIView):
         return Response(body)
 
 
+PRINCIPAL_REQUIRED = (
+    "Name the person who asked for this to be forgotten: their external id, as in your writes. "
+    "An agent withdraws memories about that person only."
+)
+
+
 class WithdrawSerializer(serializers.Serializer):
-    reason = serializers.CharField(max_length=2000, trim_whitespace=True)
+    reason = serializers.CharField(
+        max_length=2000,
+        trim_whitespace=True,
+        help_text='What the person asked, in a few words; recorded as "On the person\'s request: ...".',
+    )
+    principal = serializers.CharField(
+        max_length=200,
+        help_text="External id of the person the fact is about, on whose request it is withdrawn. "
+        "Required: a request without it is a 400.",
+        error_messages={
+            "required": PRINCIPAL_REQUIRED,
+            "null": PRINCIPAL_REQUIRED,
+            "blank": PRINCIPAL_REQUIRED,
+        },
+    )
 
 
 class FactWithdraw(AgentAPIView):
     @extend_schema(
-        responses={200: OpenApiTypes.OBJECT},
         request=WithdrawSerializer,
-        summary="Withdraw a fact on the person's request (R8)",
+        responses={
+            200: OpenApiTypes.OBJECT,
+            400: OpenApiResponse(
+                OpenApiTypes.OBJECT, description="`reason` or `principal` missing or invalid (field errors)."
+            ),
+            403: OpenApiResponse(
+                OpenApiTypes.OBJECT,
+                description="Not an agent's to withdraw: a project fact (`project_fact`), configuration "
+                "(`configuration`), or a memory waiting for or rejected by a reviewer (`under_review`).",
+            ),
+            404: OpenApiResponse(
+                OpenApiTypes.OBJECT,
+                description="No such fact visible to this key, or it is not about the named person.",
+            ),
+            409: OpenApiResponse(OpenApiTypes.OBJECT, description="Already withdrawn."),
+        },
+        summary="Withdraw a fact on the request of the person it is about",
+        description="Erases the statement from every copy about that person and leaves a tombstone "
+        "that blocks learning it again. Copies that were held back or rejected by review stay for a "
+        'reviewer to decide. Body: `{"reason": ..., "principal": <external id>}`; the principal '
+        "is required.",
     )
     def post(self, request: Request, fact_id: int) -> Response:
-        fact = get_object_or_404(Fact, pk=fact_id, project=self.project(request))
+        agent = self.agent(request)
+        # Scoped before validation: an id this key cannot see is a 404 whatever the body says (R1).
+        fact = get_object_or_404(
+            fact_selectors.visible_to_agent(agent).select_related("principal"), pk=fact_id
+        )
         serializer = WithdrawSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        # Naming someone else reveals nothing: the same 404 as an unknown id.
+        if fact.principal is not None and fact.principal.external_id != data["principal"]:
+            raise NotFound()
         try:
-            tombstone = fact_service.withdraw_fact(
-                fact, reason=serializer.validated_data["reason"], actor=f"agent:{self.agent(request).slug}"
-            )
+            tombstone = fact_service.withdraw_on_request(agent, fact, reason=data["reason"])
+        except fact_service.WithdrawalRefused as exc:
+            raise PermissionDenied(str(exc), code=exc.code) from exc
         except fact_service.FactStateError as exc:
             raise Conflict(str(exc)) from exc
         return Response(

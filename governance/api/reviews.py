@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -108,7 +108,14 @@ class ReviewDecisionView(GovernanceAPIView):
     write_roles = access.REVIEW_ROLES
 
     @extend_schema(
-        responses={200: OpenApiTypes.OBJECT},
+        responses={
+            200: OpenApiTypes.OBJECT,
+            409: OpenApiResponse(
+                OpenApiTypes.OBJECT,
+                description="Already decided, or an approval of a statement that was withdrawn for "
+                "this person (code `withdrawn`; rejecting it is still possible).",
+            ),
+        },
         request=DecisionSerializer,
         summary="Approve, reject or edit-and-approve a write",
     )
@@ -125,6 +132,8 @@ class ReviewDecisionView(GovernanceAPIView):
             review_service.decide(write.pk, decision, reviewer=request.user)
         except review_service.AlreadyDecided as exc:
             raise Conflict(f"Write {write.pk}: {review_selectors.decided_info(write.pk).message}") from exc
+        except review_service.Tombstoned as exc:
+            raise Conflict(f"Write {write.pk}: {exc}", code="withdrawn") from exc
         except review_service.InvalidDecision as exc:
             raise serializers.ValidationError({exc.field: [str(exc)]}) from exc
         decided = Write.objects.select_related("principal", "session", "fact", "decision__reviewer").get(

@@ -93,8 +93,9 @@ class Fact(models.Model):
     embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
     embedded_at = models.DateTimeField(null=True, blank=True)
     token_count = models.PositiveIntegerField(default=0)
-    # sha256 of the statement as written: the audit chain and history keep this
-    # digest, never the erasable text.
+    # Keyed digest of the statement as written (services.facts.statement_digest):
+    # the audit chain and history keep this, never the erasable text, and
+    # without the key it cannot confirm a guessed statement (R8).
     statement_digest = models.CharField(max_length=64)
     # Keyed hash of the normalised statement: matches re-submissions.
     fingerprint = models.CharField(max_length=64, db_index=True)

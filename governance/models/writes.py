@@ -30,7 +30,8 @@ class Write(models.Model):
         Session, on_delete=models.PROTECT, null=True, blank=True, related_name="writes"
     )
     idempotency_key = models.CharField(max_length=200, null=True, blank=True)
-    # sha256 of the canonical request body: same key + other body is a 409.
+    # Keyed digest of the canonical request body (it holds the statement, R8):
+    # same key + other body is a 409.
     request_digest = models.CharField(max_length=64, blank=True)
     kind = models.CharField(max_length=32, choices=FactKind.choices)
     key = models.CharField(max_length=200, null=True, blank=True)

@@ -154,6 +154,27 @@ def statement_fingerprint(statement: str, key: bytes) -> str:
     return hmac.new(key, canonical.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
+def keyed_digest(text: str, key: bytes) -> str:
+    """HMAC-SHA256 (hex), keyed with the tombstone key, over the SHA-256 of ``text`` as written.
+
+    The digest kept in place of erasable text (R8: a kept digest of erased text
+    is keyed). Unlike :func:`statement_fingerprint` it is exact, not
+    normalised: it identifies one version of a text, not an assertion. Keying
+    the SHA-256 rather than the text itself is what lets
+    :func:`rekey_plain_digest` re-key digests stored before they were keyed,
+    including those of statements already erased, which have no text left to
+    hash; without the key, a guessed statement still cannot be confirmed.
+    """
+    return rekey_plain_digest(hashlib.sha256(text.encode("utf-8")).hexdigest(), key)
+
+
+def rekey_plain_digest(plain_hex: str, key: bytes) -> str:
+    """The keyed digest of a text, from the unkeyed SHA-256 hex digest stored for it earlier."""
+    if not key:
+        raise ValueError("digest key must not be empty: an unkeyed hash of erased text can be confirmed")
+    return hmac.new(key, bytes.fromhex(plain_hex), hashlib.sha256).hexdigest()
+
+
 _TOKEN = re.compile(r"\w+(?:['\u2019.\-]\w+)*")
 _NEGATIONS = frozenset(
     {"not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "cannot", "without"}

@@ -49,6 +49,7 @@ ACTION_FAMILIES = (
     "session",
     "membership",
     "admin",
+    "audit",
     RETRIEVAL_ACTION,
 )
 KNOWN_ACTIONS = (
@@ -78,6 +79,8 @@ KNOWN_ACTIONS = (
     "agent.retired",
     "project.archived",
     "session.ended",
+    # Migration 0010 re-keyed the statement digests and re-linked the chain.
+    "audit.rekeyed",
 )
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 

@@ -9,7 +9,7 @@ from typing import Any
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from governance.models import AuditEntry, Fact, Principal, Supersession, Write
+from governance.models import Agent, AuditEntry, Fact, Principal, Supersession, Write
 
 CHAIN_LIMIT = 100
 
@@ -50,6 +50,34 @@ def supersession_chain(fact: Fact) -> list[dict[str, object]]:
         }
         for link in links
     ]
+
+
+def visible_to_agent(agent: Agent) -> QuerySet[Fact]:
+    """The facts an agent key may read or act on, following retrieval's scoping.
+
+    Its project only (R1), and a slot (working memory of one session) only
+    for the agent of that session: another agent's slots answer 404, like any
+    id outside the key's reach.
+    """
+    return Fact.objects.filter(project_id=agent.project_id).filter(~Q(kind="slot") | Q(session__agent=agent))
+
+
+def kept_for_review(fact: Fact) -> QuerySet[Write]:
+    """Writes of a withdrawn fact's statement that an agent's withdrawal left for a reviewer.
+
+    Same project and principal, same keyed fingerprint, text still there: the
+    held-back or rejected writes a person may erase from the fact page.
+    """
+    if fact.status != "withdrawn":
+        return Write.objects.none()
+    same_principal = (
+        Q(principal_id=fact.principal_id) if fact.principal_id is not None else Q(principal__isnull=True)
+    )
+    return (
+        Write.objects.filter(same_principal, project_id=fact.project_id, fingerprint=fact.fingerprint)
+        .exclude(statement="")
+        .order_by("pk")
+    )
 
 
 def active_memories(principal: Principal) -> QuerySet[Fact]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from datetime import datetime
@@ -14,6 +13,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from governance.models import (
+    Agent,
     Fact,
     RetrievalCandidate,
     RetrievalEvent,
@@ -23,9 +23,10 @@ from governance.models import (
     Write,
 )
 from governance.models.history import ERASURE_SETTING
-from governance.rules import guard
-from governance.rules.rendering import single_line
-from governance.rules.text import statement_fingerprint
+from governance.rules import guard, supersession
+from governance.rules import withdrawal as withdrawal_rules
+from governance.rules.rendering import memory_text, single_line
+from governance.rules.text import keyed_digest, statement_fingerprint
 from governance.services import audit, session_blocks
 
 ERASED = "[withdrawn]"
@@ -135,28 +136,169 @@ def change_authority(fact: Fact, *, authority: int, user: Any, reason: str) -> F
     return fact
 
 
+class WithdrawalRefused(Exception):
+    """An agent asked to withdraw something that is not its to withdraw (issue 19 item 1)."""
+
+    def __init__(self, refusal: withdrawal_rules.Refusal) -> None:
+        super().__init__(refusal.message)
+        self.code = refusal.code
+
+
 @transaction.atomic
 def withdraw_fact(fact: Fact, *, reason: str, actor: str, user: Any = None) -> Tombstone:
-    """R8 withdrawal: erase the content everywhere, keep a tombstone that blocks re-learning.
+    """R8 withdrawal by a person (console, governance API): erase every copy, evidence included.
 
-    The statement and its embedding are erased from the fact, the writes that
-    proposed it, the history rows and any retrieval text that injected it;
-    findings elsewhere that quote it are scrubbed. The audit chain only ever
-    held its digest, so it stays verifiable.
+    Erasing the evidence of a blocked write is a reviewer's decision; the
+    audit entry records it as such (``evidence_erased``).
     """
-    # of=("self",): locking the joined project row would serialise every
-    # withdrawal in the project behind this one.
-    fact = Fact.objects.select_for_update(of=("self",)).select_related("project").get(pk=fact.pk)
-    if fact.status == "withdrawn":
+    return _withdraw(fact.pk, reason=reason, actor=actor, user=user, by_agent=False)
+
+
+@transaction.atomic
+def withdraw_on_request(agent: Agent, fact: Fact, *, reason: str) -> Tombstone:
+    """R8 withdrawal by an agent, on the request of the person the fact is about.
+
+    The caller has checked that the agent may see the fact and named its
+    principal; the rules on what an agent may withdraw are checked here, under
+    the lock. Quarantined and rejected copies stay for a reviewer.
+    """
+    return _withdraw(
+        fact.pk,
+        reason=withdrawal_rules.agent_reason(reason),
+        actor=f"agent:{agent.slug}",
+        user=None,
+        by_agent=True,
+    )
+
+
+def _withdraw(fact_id: int, *, reason: str, actor: str, user: Any, by_agent: bool) -> Tombstone:
+    """Erase the statement from every copy for the principal, keep tombstones that block re-learning.
+
+    A copy is a fact of the same project and principal (or project-level like
+    this one) whose keyed normalised fingerprint matches, in any status, and
+    every write that asserted it. Each erased fact loses its statement and
+    embedding, in its own row, the writes that proposed it, the history rows
+    and any retrieval text that injected it; findings elsewhere that quote it
+    are scrubbed. The audit chain only ever held a keyed digest, so it stays
+    verifiable.
+    """
+    key = settings.TOMBSTONE_KEY.encode()
+    base = Fact.objects.filter(pk=fact_id).values("project_id", "principal_id", "statement", "fingerprint")
+    first = base.get()
+    fingerprints = {first["fingerprint"]}
+    if first["statement"]:
+        fingerprints.add(statement_fingerprint(first["statement"], key))
+    # The same person, or project-level like this fact (NULL never equals NULL in SQL).
+    same_principal = (
+        Q(principal_id=first["principal_id"])
+        if first["principal_id"] is not None
+        else Q(principal__isnull=True)
+    )
+    scope = Q(project_id=first["project_id"], fingerprint__in=fingerprints) & same_principal
+    matching = Fact.objects.filter(Q(pk=fact_id) | scope)
+    # Lock order: the writes, then the facts, as a review decision takes them
+    # (its write, then its fact), so a withdrawal and an approval racing over
+    # one copy wait for each other instead of deadlocking. of=("self",):
+    # locking the joined project row would serialise the whole project.
+    locked = list(
+        Write.objects.select_for_update(of=("self",))
+        .filter(
+            (Q(project_id=first["project_id"], fingerprint__in=fingerprints) & same_principal)
+            | Q(fact__in=matching.values("pk"))
+            | Q(corroborated__in=matching.values("pk"))
+        )
+        .order_by("pk")
+    )
+    # Writes already erased by an earlier withdrawal have nothing left to keep or erase.
+    writes = [w for w in locked if w.statement]
+    facts = list(
+        matching.select_for_update(of=("self",))
+        .select_related("project")
+        .filter(Q(pk=fact_id) | ~Q(status="withdrawn"))
+        .order_by("pk")
+    )
+    fact = next(f for f in facts if f.pk == fact_id)
+    copies = [f for f in facts if f.pk != fact_id]
+    # Withdrawn already: a person may still erase the copies an agent's
+    # withdrawal left for review (the evidence of blocked writes).
+    already = fact.status == "withdrawn"
+    if already and (by_agent or not (copies or writes)):
         raise FactStateError("This fact was already withdrawn.")
-    statement = fact.statement
+    if by_agent:
+        refusal = withdrawal_rules.agent_refusal(
+            status=fact.status, source_type=fact.source_type, has_principal=fact.principal_id is not None
+        )
+        if refusal is not None:
+            raise WithdrawalRefused(refusal)
+    kept_facts = [f for f in copies if withdrawal_rules.keeps_copy(f.status, by_agent=by_agent)]
+    erased_facts = [*([] if already else [fact]), *(f for f in copies if f not in kept_facts)]
+    kept_fact_ids = {f.pk for f in kept_facts}
+    kept_writes = sorted(
+        w.pk
+        for w in writes
+        if withdrawal_rules.keeps_copy(w.status, by_agent=by_agent) or w.fact_id in kept_fact_ids
+    )
+    evidence_erased = sorted(
+        w.pk for w in writes if w.pk not in kept_writes and w.status in withdrawal_rules.EVIDENCE_STATUSES
+    )
     # A reason such as "forget that I ..." may repeat the statement, and the
     # reason goes into the audit chain, which can never be erased.
-    reason = _scrub(reason, _quoted_forms(statement))
-    now = timezone.now()
-    fingerprint = (
-        statement_fingerprint(statement, settings.TOMBSTONE_KEY.encode()) if statement else fact.fingerprint
+    statements = [f.statement for f in facts] + [w.statement for w in writes]
+    reason = _scrub(reason, sorted({q for s in statements for q in _quoted_forms(s)}, key=len, reverse=True))
+    # Writes that asserted the statement but whose own fact is not erased here
+    # (turned away without a fact, or approved with an edit): their text goes too.
+    owned = set(
+        Write.objects.filter(Q(fact__in=erased_facts) | Q(corroborated__in=erased_facts)).values_list(
+            "pk", flat=True
+        )
     )
+    stray = sorted(w.pk for w in writes if w.pk not in owned and w.pk not in kept_writes)
+    now = timezone.now()
+    if already:
+        _erase_left_behind(fact, erased_facts, stray, writes, reason=reason, actor=actor, user=user, now=now)
+        return fact.tombstone
+    tombstones = [
+        _withdraw_one(
+            erased,
+            reason=reason,
+            actor=actor,
+            user=user,
+            now=now,
+            key=key,
+            keep_writes=kept_writes,
+            extra_writes=stray if erased is fact else [],
+            context=(
+                {
+                    "copies_withdrawn": [f.pk for f in erased_facts if f is not fact],
+                    "evidence_kept": kept_writes,
+                    "evidence_erased": evidence_erased,
+                }
+                if erased is fact
+                else {"withdrawn_with": fact.pk}
+            ),
+        )
+        for erased in erased_facts
+    ]
+    _invalidate_session_blocks([f.pk for f in erased_facts])
+    _mark_kept_evidence(kept_writes, tombstones[0])
+    return tombstones[0]
+
+
+def _withdraw_one(
+    fact: Fact,
+    *,
+    reason: str,
+    actor: str,
+    user: Any,
+    now: datetime,
+    key: bytes,
+    keep_writes: list[int],
+    extra_writes: list[int],
+    context: dict[str, Any],
+) -> Tombstone:
+    """Erase one locked fact and what copied it; its tombstone and audit entry."""
+    statement = fact.statement
+    fingerprint = statement_fingerprint(statement, key) if statement else fact.fingerprint
     tombstone = Tombstone.objects.create(
         project=fact.project, fact=fact, reason=reason, actor=actor, fingerprint=fingerprint
     )
@@ -175,8 +317,7 @@ def withdraw_fact(fact: Fact, *, reason: str, actor: str, user: Any = None) -> T
     if (fact.valid_to is None or fact.valid_to > now) and (fact.valid_from is None or fact.valid_from < now):
         fact.valid_to = now
     fact.save()
-    erased = _erase_everywhere(fact, statement)
-    _invalidate_session_blocks([fact.pk])
+    erased = _erase_everywhere(fact, statement, keep=keep_writes, extra=extra_writes)
     # The resume hint was written with the summary, from the same conversation:
     # forgetting the summary and still injecting "Last session: ..." would not be forgetting.
     hinted = list(
@@ -207,9 +348,76 @@ def withdraw_fact(fact: Fact, *, reason: str, actor: str, user: Any = None) -> T
             "writes_closed": closed,
             "retrievals_redacted": erased.retrievals,
             "summaries_flagged": flagged,
+            **context,
         },
     )
     return tombstone
+
+
+def _erase_left_behind(
+    fact: Fact,
+    copies: list[Fact],
+    stray: list[int],
+    writes: list[Write],
+    *,
+    reason: str,
+    actor: str,
+    user: Any,
+    now: datetime,
+) -> None:
+    """A person erases what an agent's withdrawal of ``fact`` kept for review."""
+    key = settings.TOMBSTONE_KEY.encode()
+    for copy in copies:
+        _withdraw_one(
+            copy,
+            reason=reason,
+            actor=actor,
+            user=user,
+            now=now,
+            key=key,
+            keep_writes=[],
+            extra_writes=[],
+            context={"withdrawn_with": fact.pk},
+        )
+    statements = {w.statement for w in writes if w.pk in stray}
+    erased: list[int] = []
+    for statement in sorted(statements):
+        same = [w.pk for w in writes if w.pk in stray and w.statement == statement]
+        erased += _erase_everywhere(fact, statement, keep=[], extra=same).own_writes
+    closed = list(Write.objects.filter(pk__in=stray, status__in=REVIEWABLE).values_list("pk", flat=True))
+    Write.objects.filter(pk__in=closed).update(status="rejected", decided_at=now)
+    _invalidate_session_blocks([c.pk for c in copies])
+    audit.record(
+        fact.project,
+        "fact.evidence_erased",
+        fact,
+        reason=reason,
+        actor=actor,
+        actor_user=user,
+        data={
+            "copies_withdrawn": [c.pk for c in copies],
+            "writes_erased": sorted(set(erased) & set(stray)),
+            "writes_closed": closed,
+        },
+    )
+
+
+WITHDRAWN_SINCE_CHECK = "withdrawn_since"
+
+
+def _mark_kept_evidence(write_ids: list[int], tombstone: Tombstone) -> None:
+    """Tell the reviewer why a quarantined copy an agent could not erase can no longer be approved."""
+    finding = {
+        "check": WITHDRAWN_SINCE_CHECK,
+        "severity": "high",
+        "detail": f"The person asked for this to be forgotten after it was written (tombstone "
+        f"{tombstone.pk}), so it cannot be approved. Reject it, or withdraw its fact to erase it.",
+    }
+    for write in Write.objects.filter(pk__in=write_ids, status__in=REVIEWABLE).order_by("pk"):
+        if any(f.get("check") == WITHDRAWN_SINCE_CHECK for f in write.findings if isinstance(f, dict)):
+            continue
+        write.findings = [*write.findings, finding]
+        write.save(update_fields=["findings"])
 
 
 REVIEWABLE = ("pending_review", "quarantined")
@@ -225,14 +433,15 @@ class Erased:
 def _quoted_forms(statement: str) -> list[str]:
     """Every form in which other rows may carry the statement, longest first.
 
-    Rendering collapses line breaks (R10); the guard's findings collapse
-    whitespace and cut quotes short; conflict findings cut at 77 characters.
+    Rendering collapses line breaks and neutralises tag look-alikes (R10);
+    the guard's findings collapse whitespace and cut quotes short; conflict
+    findings quote through ``supersession.quote``.
     """
     if not statement:
         return []
     collapsed = " ".join(statement.split())
-    forms = {statement, single_line(statement), collapsed}
-    for limit in (guard.DETAIL_QUOTE_CHARS - 3, 77):
+    forms = {statement, single_line(statement), memory_text(statement), collapsed}
+    for limit in (guard.DETAIL_QUOTE_CHARS - 3, supersession.QUOTE_LIMIT - 3):
         if len(collapsed) > limit + 3:
             forms.add(collapsed[:limit])
         if len(statement) > limit + 3:
@@ -265,21 +474,20 @@ def _erased_response(response: Any) -> dict[str, Any] | None:
     return {**response, "findings": _erased_findings(response.get("findings"))}
 
 
-def _erase_everywhere(fact: Fact, statement: str) -> Erased:
-    """Blank the statement in every row that copied it, history included."""
+def _erase_everywhere(fact: Fact, statement: str, *, keep: list[int], extra: list[int]) -> Erased:
+    """Blank the statement in every row that copied it, history included.
+
+    ``extra``: other writes that asserted it (the caller matched them by keyed
+    fingerprint); ``keep``: writes left intact as evidence for a reviewer.
+    """
     forms = _quoted_forms(statement)
-    # The writes that proposed it, repeated it, or asserted it and were turned
-    # away without a fact (the same person, the same keyed fingerprint).
+    # The writes that proposed it or repeated it, and the other assertions of it.
     own = sorted(
-        set(Write.objects.filter(Q(fact=fact) | Q(corroborated=fact)).values_list("pk", flat=True))
-        | set(
-            Write.objects.filter(
-                project=fact.project_id,
-                principal=fact.principal_id,
-                fingerprint=fact.fingerprint,
-                fact__isnull=True,
-            ).values_list("pk", flat=True)
+        (
+            set(Write.objects.filter(Q(fact=fact) | Q(corroborated=fact)).values_list("pk", flat=True))
+            | set(extra)
         )
+        - set(keep)
     )
     with connection.cursor() as cursor:
         # Lets the append-only triggers accept these UPDATEs, for this transaction only.
@@ -335,7 +543,7 @@ def _erase_everywhere(fact: Fact, statement: str) -> Erased:
             _scrub_rows(
                 cursor, "governance_reviewdecisionevent", "pgh_id", events, [own], forms, text=("reason",)
             )
-        quoting = _scrub_quoting_writes(cursor, fact, own, forms)
+        quoting = _scrub_quoting_writes(cursor, fact, [*own, *keep], forms)
         retrievals = _redact_retrievals(cursor, fact, forms)
         cursor.execute("SELECT set_config(%s, 'off', true)", [ERASURE_SETTING])
     return Erased(own_writes=own, quoting_writes=quoting, retrievals=retrievals)
@@ -552,6 +760,10 @@ def end_scope(facts: QuerySet[Fact], *, reason: str, actor_label: str) -> int:
     return len(ended)
 
 
-def statement_digest(statement: str) -> str:
-    """The digest history and the audit chain keep in place of erasable text (R8, R15)."""
-    return hashlib.sha256(statement.encode()).hexdigest()
+def statement_digest(text: str) -> str:
+    """The one digest of erasable text kept on facts, in history and in the audit chain (R8, R15).
+
+    Keyed with the tombstone key (governance.rules.text.keyed_digest): whoever
+    holds an export cannot confirm a guessed statement after it was withdrawn.
+    """
+    return keyed_digest(text, settings.TOMBSTONE_KEY.encode())

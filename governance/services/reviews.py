@@ -6,9 +6,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
-from governance.models import Fact, ReviewDecision, Write
+from governance.models import Fact, ReviewDecision, Tombstone, Write
 from governance.rules.text import statement_fingerprint
 from governance.rules.tokens import count_tokens
 from governance.services import audit
@@ -24,6 +25,20 @@ class AlreadyDecided(Exception):
     def __init__(self, write: Write) -> None:
         super().__init__(f"Write {write.pk} was already decided ({write.status}).")
         self.write = write
+
+
+class Tombstoned(Exception):
+    """The statement to approve was withdrawn for this principal: approving it would re-learn it (R8)."""
+
+    def __init__(self, write: Write, tombstone: Tombstone) -> None:
+        when = tombstone.created_at.strftime("%Y-%m-%d")
+        super().__init__(
+            f"This statement cannot be approved: it was withdrawn on {when} because the person it is "
+            "about asked for it to be forgotten, and a withdrawn statement is never learned again. "
+            "Reject the write instead."
+        )
+        self.write = write
+        self.tombstone = tombstone
 
 
 class InvalidDecision(Exception):
@@ -69,6 +84,10 @@ def _decide(write_id: int, decision: Decision, reason: str, reviewer: Any) -> Wr
         raise AlreadyDecided(write)
     edited = decision.statement.strip() if decision.statement is not None else None
     action = "edit_approve" if edited is not None and edited != write.statement else decision.action
+    if decision.action == "approve":
+        # Every approval re-runs the tombstone check: the person may have asked
+        # to forget this statement (or the edited one) after it was written.
+        _refuse_tombstoned(write, edited)
     ReviewDecision.objects.create(
         write=write, reviewer=reviewer, action=action, reason=reason, edited_statement=edited or ""
     )
@@ -131,6 +150,31 @@ def _decide(write_id: int, decision: Decision, reason: str, reviewer: Any) -> Wr
         data={"from": previous, "to": write.status, "fact": write.fact_id, "supersedes": superseded},
     )
     return write
+
+
+def _refuse_tombstoned(write: Write, edited: str | None) -> None:
+    """Raise Tombstoned when the statement to approve matches a tombstone of this project and principal."""
+    fact_statement = (
+        Fact.objects.filter(pk=write.fact_id).values_list("statement", flat=True).first()
+        if write.fact_id is not None
+        else None
+    )
+    # The edit, and what was proposed: editing a withdrawn statement into a
+    # look-alike must not be a way around the person's request.
+    statements = {s for s in (edited, fact_statement, write.statement) if s}
+    fingerprints = {statement_fingerprint(s, fingerprint_key()) for s in statements}
+    principal = (
+        Q(fact__principal_id=write.principal_id)
+        if write.principal_id is not None
+        else Q(fact__principal__isnull=True)
+    )
+    tombstone = (
+        Tombstone.objects.filter(principal, project=write.project_id, fingerprint__in=fingerprints)
+        .order_by("-created_at")
+        .first()
+    )
+    if tombstone is not None:
+        raise Tombstoned(write, tombstone)
 
 
 def _approved_fact(write: Write, edited: str | None, reviewer: Any) -> Fact:

@@ -7,7 +7,6 @@ the audit trail in the same transaction.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -88,9 +87,13 @@ class WriteRequest:
     derived_from_retrieval: int | None = None
 
     def digest(self) -> str:
-        """Canonical hash of the body, for Idempotency-Key comparison."""
+        """Canonical hash of the body, for Idempotency-Key comparison.
+
+        The body holds the statement, so this is a digest of erasable text and
+        is keyed like every other (R8).
+        """
         body = {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in self.__dict__.items()}
-        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+        return statement_digest(json.dumps(body, sort_keys=True))
 
 
 def fingerprint_key() -> bytes:

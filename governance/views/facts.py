@@ -77,6 +77,7 @@ def _render(
         "fact": fact,
         "forms": forms_by_name,
         "can_act": access.has_role(request.user, fact.project_id, access.REVIEW_ROLES),
+        "kept_for_review": list(fact_selectors.kept_for_review(fact).values_list("pk", flat=True)),
         "notice": notice,
         "error": error,
     }
@@ -97,11 +98,15 @@ def _act(request: HttpRequest, fact_id: int, name: str) -> HttpResponse:
         reason = form.cleaned_data["reason"]
         try:
             if name == "withdraw":
+                was_withdrawn = fact.status == "withdrawn"
                 fact_service.withdraw_fact(
                     fact, reason=reason, actor=f"user:{request.user.get_username()}", user=request.user
                 )
                 done = (
-                    f"Fact {fact.pk} withdrawn: its statement is erased; a tombstone blocks re-learning it."
+                    f"The copies of fact {fact.pk} that were kept for review are erased."
+                    if was_withdrawn
+                    else f"Fact {fact.pk} withdrawn: its statement is erased from it and from every copy "
+                    "about the same person; a tombstone blocks learning it again."
                 )
             elif name == "verify":
                 fact_service.verify_fact(fact, user=request.user, reason=reason)

@@ -167,6 +167,10 @@ def decide(request: HttpRequest, write_id: int) -> HttpResponse:
             review_service.decide(write.pk, form.decision(), reviewer=request.user)
         except review_service.AlreadyDecided:
             return _already_decided(request, write.pk, status)
+        except review_service.Tombstoned as exc:
+            # Shown above the item's buttons; the write stays in the queue to be rejected.
+            form.add_error(None, str(exc))
+            return _invalid(request, write, form, status, code=409)
         except review_service.InvalidDecision as exc:
             form.add_error(exc.field if exc.field in form.fields else None, str(exc))
         else:
@@ -196,16 +200,18 @@ def _already_decided(request: HttpRequest, write_id: int, status: str) -> HttpRe
     return render(request, TEMPLATE, context, status=409)
 
 
-def _invalid(request: HttpRequest, write: Write, form: DecisionForm, status: str) -> HttpResponse:
+def _invalid(
+    request: HttpRequest, write: Write, form: DecisionForm, status: str, *, code: int = 400
+) -> HttpResponse:
     if _is_htmx(request):
         [item] = review_selectors.review_items([_queue_write(write.pk)])
         item.form = form
         item.can_decide = True  # the view checked the role before validating the form
-        return _fragments(request, [("item", {"item": item, "status": status})], status=400)
+        return _fragments(request, [("item", {"item": item, "status": status})], status=code)
     context = _queue_context(
         request, status=status, errors={write.pk: form}, extra_writes=[_queue_write(write.pk)]
     )
-    return render(request, TEMPLATE, context, status=400)
+    return render(request, TEMPLATE, context, status=code)
 
 
 def _queue_write(write_id: int) -> Write:
@@ -244,7 +250,7 @@ def bulk(request: HttpRequest) -> HttpResponse:
             review_service.decide(write.pk, review_service.Decision(action, reason), reviewer=request.user)
         except review_service.AlreadyDecided:
             notices.append(f"Write {write.pk}: {review_selectors.decided_info(write.pk).message}")
-        except review_service.InvalidDecision as exc:
+        except (review_service.InvalidDecision, review_service.Tombstoned) as exc:
             notices.append(f"Write {write.pk}: {exc}")
         else:
             decided.append(write.pk)

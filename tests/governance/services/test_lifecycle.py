@@ -150,7 +150,9 @@ def remembered(support_bot):
 
 
 def withdraw(agent: AgentPersona, fact_id: int, reason: str = f"She asked us to forget: {STATEMENT}") -> dict:
-    response = agent.client.post(f"/api/v1/facts/{fact_id}/withdraw", {"reason": reason}, format="json")
+    response = agent.client.post(
+        f"/api/v1/facts/{fact_id}/withdraw", {"reason": reason, "principal": "alice"}, format="json"
+    )
     assert response.status_code == 200, response.content
     return response.json()
 
@@ -282,7 +284,7 @@ def test_withdrawing_an_edited_and_approved_fact_erases_the_reviewers_edit_from_
 def test_withdrawing_twice_is_refused(support_bot, remembered):
     withdraw(support_bot, remembered)
     response = support_bot.client.post(
-        f"/api/v1/facts/{remembered}/withdraw", {"reason": "again"}, format="json"
+        f"/api/v1/facts/{remembered}/withdraw", {"reason": "again", "principal": "alice"}, format="json"
     )
     assert response.status_code == 409
 

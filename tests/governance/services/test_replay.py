@@ -131,7 +131,9 @@ def test_a_fact_withdrawn_since_is_replayed_without_its_text(project, support_bo
     gone = write(support_bot, "Lives at 12 Elm Street", days_ago=20)
     event = retrieve(support_bot, session="s-1")
     response = support_bot.client.post(
-        f"/api/v1/facts/{gone['fact']['id']}/withdraw", {"reason": "User asked to forget"}, format="json"
+        f"/api/v1/facts/{gone['fact']['id']}/withdraw",
+        {"reason": "User asked to forget", "principal": "alice"},
+        format="json",
     )
     assert response.status_code == 200, response.content
 

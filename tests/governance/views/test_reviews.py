@@ -374,3 +374,55 @@ def test_queue_cursor_pages_through_in_order(support_bot, project):
         after = review_selectors.QueueCursor.decode(page.next.encode())
 
     assert seen == [w.pk for w in writes]
+
+
+# --- a statement withdrawn while it waited (issue 10 item 6) ----------------------------
+
+
+@pytest.fixture
+def tombstoned(support_bot) -> Write:
+    """A re-submission of a statement the person asked to forget: held back, waiting in the queue."""
+    from governance.services.facts import withdraw_fact
+
+    first = propose(support_bot, "Keeps a spare key under the blue flowerpot", source_type="user_statement")
+    assert first.fact is not None
+    withdraw_fact(first.fact, reason="She asked us to forget it", actor="user:riley")
+    again = propose(support_bot, "Keeps a spare key under the blue flowerpot", source_type="user_statement")
+    assert again.status == "quarantined"
+    return again
+
+
+@pytest.mark.parametrize("headers", [{}, HTMX], ids=["no-js", "htmx"])
+def test_approving_a_withdrawn_statement_shows_why_and_records_nothing(riley, tombstoned, headers):
+    response = riley.post(decide_url(tombstoned), {"action": "approve", "reason": "Looks right"}, **headers)
+
+    assert response.status_code == 409
+    html = response.content.decode()
+    [shown] = re.findall(r'<p class="error">([^<]*forgotten[^<]*)</p>', html)
+    assert "it was withdrawn on" in shown and shown.endswith("Reject the write instead.")
+    assert "R8" not in shown
+    # The item is shown again with its buttons, so the reviewer can reject it.
+    assert f'id="write-{tombstoned.pk}"' in html
+    tombstoned.refresh_from_db()
+    assert tombstoned.status == "quarantined"
+    assert not ReviewDecision.objects.filter(write=tombstoned).exists()
+
+    rejected = riley.post(decide_url(tombstoned), {"action": "reject", "reason": "Withdrawn"}, **headers)
+    assert rejected.status_code in (200, 302)
+    tombstoned.refresh_from_db()
+    assert tombstoned.status == "rejected"
+
+
+def test_bulk_approval_reports_a_withdrawn_statement_and_decides_the_rest(riley, support_bot, tombstoned):
+    pending = propose(support_bot, PENDING)
+
+    response = riley.post(
+        reverse("reviews:bulk"),
+        {"write": [tombstoned.pk, pending.pk], "action": "approve", "reason": "Batch"},
+        follow=True,
+    )
+
+    html = response.content.decode()
+    assert f"Write {tombstoned.pk}: This statement cannot be approved" in html
+    assert Write.objects.get(pk=pending.pk).status == "active"
+    assert Write.objects.get(pk=tombstoned.pk).status == "quarantined"

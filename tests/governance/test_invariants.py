@@ -262,6 +262,17 @@ class GovernanceMachine(RuleBasedStateMachine):
         with contextlib.suppress(fact_service.FactStateError):
             fact_service.withdraw_fact(fact, reason="the person asked", actor="user:invariant-reviewer")
 
+    @rule(fact_id=facts, config=st.booleans())
+    def agent_withdraws(self, fact_id: int | None, config: bool) -> None:
+        """An agent withdraws on the person's request: the narrower door (it keeps evidence)."""
+        if fact_id is None:
+            return
+        fact = Fact.objects.get(pk=fact_id)
+        try:
+            fact_service.withdraw_on_request(self.pick_agent(config), fact, reason="they asked")
+        except (fact_service.FactStateError, fact_service.WithdrawalRefused):
+            pass
+
     @rule(fact_id=facts, authority=st.integers(min_value=1, max_value=5))
     def change_authority(self, fact_id: int | None, authority: int) -> None:
         if fact_id is None:

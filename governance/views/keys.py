@@ -32,8 +32,11 @@ from django_htmx.middleware import HtmxDetails
 from governance import access
 from governance.models import Agent, AgentKey, Membership, PersonalAccessToken, Project
 from governance.models.projects import Role
+from governance.rules.supersession import PERSON_ONLY_SOURCES, SOURCE_TYPES, source_label
 from governance.selectors import credentials as credential_selectors
+from governance.services import agents as agent_service
 from governance.services import credentials, memberships
+from governance.services.writes import claimable_sources
 from governance.views.base import check, checked, console_view, get_checked, get_scoped, scoped
 
 KEY_ROLES = access.ADMIN_ROLES
@@ -148,6 +151,10 @@ def _page(
         "token_default_days": settings.ACCESS_TOKEN_DEFAULT_DAYS,
         "token_max_days": settings.ACCESS_TOKEN_MAX_DAYS,
         "member_projects": [(project, grant_forms[project.pk]) for project in admin_projects],
+        "source_agents": [
+            (agent, claimable_sources(agent)) for agent in _agents(request, access.ADMIN_ROLES)
+        ],
+        "agent_source_choices": [(s, source_label(s)) for s in SOURCE_TYPES if s not in PERSON_ONLY_SOURCES],
         "members": credential_selectors.members(admin_of),
         "role_choices": Role.choices,
         "new_secret": new_secret,
@@ -320,3 +327,27 @@ def member_remove(request: HtmxHttpRequest, membership_id: int) -> HttpResponse:
     else:
         messages.success(request, f"{who} is no longer a member of {where}.")
     return HttpResponseRedirect(reverse("keys:list") + "#members")
+
+
+@console_view(write_roles=access.ADMIN_ROLES)
+@require_POST
+def agent_sources(request: HtmxHttpRequest, agent_id: int) -> HttpResponse:
+    """Which source types an agent's keys may claim, and whether it syncs configuration (admins)."""
+    agent = get_object_or_404(
+        scoped(request, Agent.objects.select_related("project"), "project"), pk=agent_id
+    )
+    check(request, agent.project_id)
+    chosen = [s for s in request.POST.getlist("sources") if s in SOURCE_TYPES]
+    try:
+        agent_service.set_source_claims(
+            agent,
+            allowed=chosen or [s for s in SOURCE_TYPES if s not in PERSON_ONLY_SOURCES],
+            is_config_source=request.POST.get("config_source") == "on",
+            reason=(request.POST.get("reason") or "").strip() or "Changed in the console",
+            user=request.user,
+        )
+    except agent_service.SourceClaimError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Saved which sources {agent.slug} may claim.")
+    return HttpResponseRedirect(reverse("keys:list") + "#agent-sources")

@@ -147,6 +147,7 @@ def world(project, other_project):
         "external_id": "carol",
         "membership_id": Membership.objects.get(user=b_reviewer, project=other_project).pk,
         "approval_id": approval.pk,
+        "agent_id": b_bot.agent.pk,
     }
     return {
         "a_admin": a_admin,

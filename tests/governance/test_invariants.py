@@ -268,10 +268,8 @@ class GovernanceMachine(RuleBasedStateMachine):
         if fact_id is None:
             return
         fact = Fact.objects.get(pk=fact_id)
-        try:
+        with contextlib.suppress(fact_service.FactStateError, fact_service.WithdrawalRefused):
             fact_service.withdraw_on_request(self.pick_agent(config), fact, reason="they asked")
-        except (fact_service.FactStateError, fact_service.WithdrawalRefused):
-            pass
 
     @rule(fact_id=facts, authority=st.integers(min_value=1, max_value=5))
     def change_authority(self, fact_id: int | None, authority: int) -> None:

@@ -175,3 +175,39 @@ def test_labels_are_rendered_as_inert_text(ada, support_bot):
     hostile = '<img src=x onerror="alert(1)">'
     ada.post(reverse("keys:key_create"), {"agent": support_bot.agent.pk, "name": hostile})
     assert assert_inert(ada.get(reverse("keys:list")).content.decode()) >= 1
+
+
+def test_an_admin_sets_what_an_agent_may_claim_and_it_is_audited(project, support_bot):
+    from django.test import Client
+
+    from governance.models import AuditEntry
+    from tests.personas import make_user
+
+    admin = Client()
+    admin.force_login(make_user("ada", "admin", project))
+    url = reverse("keys:agent_sources", args=[support_bot.agent.pk])
+    page = admin.get(reverse("keys:list")).content.decode()
+    assert 'id="agent-sources"' in page
+    assert 'name="sources" value="reviewer"' not in page
+
+    response = admin.post(
+        url, {"sources": ["user_statement", "reviewer"], "config_source": "on", "reason": "Syncs CI config"}
+    )
+
+    assert response.status_code == 302
+    support_bot.agent.refresh_from_db()
+    assert support_bot.agent.allowed_source_types == ["user_statement"]
+    assert support_bot.agent.is_config_source
+    entry = AuditEntry.objects.get(action="agent.sources_changed")
+    assert entry.data["after"] == {"allowed_source_types": ["user_statement"], "is_config_source": True}
+
+
+def test_a_reviewer_cannot_change_what_an_agent_may_claim(project, support_bot, reviewer):
+    from django.test import Client
+
+    client = Client()
+    client.force_login(reviewer)
+    url = reverse("keys:agent_sources", args=[support_bot.agent.pk])
+    assert client.post(url, {"sources": ["config"], "config_source": "on"}).status_code == 403
+    support_bot.agent.refresh_from_db()
+    assert not support_bot.agent.is_config_source

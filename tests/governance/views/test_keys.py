@@ -190,8 +190,13 @@ def test_an_admin_sets_what_an_agent_may_claim_and_it_is_audited(project, suppor
     assert 'id="agent-sources"' in page
     assert 'name="sources" value="reviewer"' not in page
 
+    # A crafted request for reviewer provenance changes nothing.
+    admin.post(url, {"sources": ["user_statement", "reviewer"], "reason": "Let it review"})
+    support_bot.agent.refresh_from_db()
+    assert support_bot.agent.allowed_source_types == []
+
     response = admin.post(
-        url, {"sources": ["user_statement", "reviewer"], "config_source": "on", "reason": "Syncs CI config"}
+        url, {"sources": ["user_statement"], "config_source": "on", "reason": "Syncs CI config"}
     )
 
     assert response.status_code == 302

@@ -585,7 +585,7 @@ URLS = [
     ("Feedback form: https://forms.example.com/f/feedback?lang=en", "documentation", "project_fact"),
     ("API reference: https://api.example.com/v1/docs#section-writes", "documentation", "project_fact"),
     ("Use the report link https://reports.example.com/weekly?team=support&week=32", "documentation", "project_fact"),
-    ("See the architecture diagram: ![architecture](https://docs.example.com/img/arch.png)", "documentation", "project_fact"),
+    ("See the architecture diagram: [architecture](https://docs.example.com/img/arch.png)", "documentation", "project_fact"),
     ("Pricing page: [pricing](https://example.com/pricing?plan=pro)", "documentation", "project_fact"),
     ("Helpdesk: https://help.example.com/tickets/new?category=billing", "documentation", "project_fact"),
     ("User shared their portfolio: https://alice.example.dev/?utm_source=chat", "chat_message", "profile"),

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import codecs
 import html
 import re
 import unicodedata
@@ -85,6 +86,8 @@ CHECK_NAMES: tuple[str, ...] = (
     "write_back_amplification",
     "burst",
     "contradicts_verified",
+    "semantic",
+    "semantic_unavailable",
 )
 # Findings that mean someone may be injecting or poisoning memory, as opposed
 # to findings about trust level (source_trust, authority_cap, derived, a
@@ -103,6 +106,7 @@ INJECTION_CHECKS: frozenset[str] = frozenset(
         "tombstoned",
         "write_back_amplification",
         "burst",
+        "semantic",
     }
 )
 # R4: self-promotion is refused outright rather than left for a reviewer, who
@@ -842,8 +846,9 @@ def _split_instruction_hits(text: str, source_type: str) -> list[tuple[_Pattern,
 def check_instruction(proposal: WriteProposal, context: GuardContext) -> list[Finding]:
     text = _text(proposal.statement)
     hits = _instruction_hits(text.skeleton, proposal.source_type)
-    if not hits:
-        return []
+    if not hits and text.skeleton != text.clean:
+        # Folding look-alikes turns Cyrillic or Greek text into nonsense; read it as written too.
+        hits = _instruction_hits(text.clean, proposal.source_type)
     split = False
     if not hits:
         hits = _split_instruction_hits(text.skeleton, proposal.source_type)
@@ -1090,6 +1095,7 @@ def check_encoded_payload(proposal: WriteProposal, context: GuardContext) -> lis
                     f"{_show(decoded_all[match.start() : match.end()])}"
                 )
                 break
+    problems.extend(_disguised_problems(text, proposal.source_type))
     if not problems:
         return []
     return [
@@ -1097,8 +1103,47 @@ def check_encoded_payload(proposal: WriteProposal, context: GuardContext) -> lis
             "encoded_payload",
             "high",
             f"Contains encoded text a reviewer cannot read at a glance: {'; '.join(problems)}.",
+            category="encoded or disguised text",
         )
     ]
+
+
+# Letters spelled out one at a time ("i-g-n-o-r-e", "R.e.c.o.m.m.e.n.d") so
+# that no word matches. One repetition of a fixed two-character unit: linear.
+_SPELLED_OUT = re.compile(r"(?<![\w])(?:[A-Za-z][ .\-*_]){7,}[A-Za-z](?![\w])")
+_MIN_LETTERS_FOR_READINGS = 12
+
+
+def _steers(reading: str, source_type: str) -> str | None:
+    """What a decoded reading would make the assistant do, if anything."""
+    for pattern, _ in _instruction_hits(reading, source_type) + _markup_hits(reading):
+        return pattern.reason
+    for pattern in (_SEND_DATA_TO_LINK, _MOVE_DATA, _BCC):
+        if pattern.search(reading):
+            return "asks to move data somewhere outside"
+    return None
+
+
+def _disguised_problems(text: _Text, source_type: str) -> list[str]:
+    """Rot13, reversed and spelled-out text that hides an instruction."""
+    problems = []
+    spelled = _SPELLED_OUT.search(text.clean)
+    if spelled:
+        letters = "".join(ch for ch in spelled.group() if ch.isalpha())
+        problems.append(f"letters spelled out one by one {_show(spelled.group())} read {_show(letters)}")
+    if sum(1 for ch in text.skeleton if ch.isascii() and ch.isalpha()) < _MIN_LETTERS_FOR_READINGS:
+        return problems
+    if _steers(text.skeleton, source_type):
+        return problems  # already readable as an instruction; the other checks say so
+    for how, reading in (
+        ("rot13 text", codecs.decode(text.skeleton, "rot13")),
+        ("text written backwards", text.skeleton[::-1]),
+    ):
+        reason = _steers(reading, source_type)
+        if reason:
+            problems.append(f"{how} decodes to an instruction ({reason}): {_show(reading)}")
+            break
+    return problems
 
 
 # --- look-alike letters ------------------------------------------------------------
@@ -1119,8 +1164,7 @@ def check_homoglyph(proposal: WriteProposal, context: GuardContext) -> list[Find
         lookalikes = [ch for ch in word if ch in CONFUSABLE_CHARS]
         if not lookalikes:
             continue
-        scripts = {_script(ch) for ch in word}
-        mixed = "LATIN" in scripts
+        mixed = any(ch.isascii() for ch in word)
         # A word spelled wholly in look-alikes (PAYPAL in Cyrillic) inside Latin text is the
         # same trick; a Russian or Greek sentence is not, hence the share test.
         disguised = len(word) >= 3 and len(lookalikes) == len(word) and latin_share > 0.5
@@ -1547,6 +1591,109 @@ def check_contradicts_verified(proposal: WriteProposal, context: GuardContext) -
     ]
 
 
+# --- the other agent-supplied fields ---------------------------------------------------
+
+_FIELD_NAMES = {"source_ref": "source reference", "key": "key"}
+
+
+def check_other_fields(proposal: WriteProposal, context: GuardContext) -> list[Finding]:
+    """The source reference and the key are agent-supplied text too (R5).
+
+    They are shown in the console and may reach the model's context (R10
+    tags items with their source), so they get the content checks the
+    statement gets. A key is read with its separators as spaces.
+    """
+    findings: list[Finding] = []
+    for name, value in (("source_ref", proposal.source_ref), ("key", proposal.key)):
+        if not value:
+            continue
+        readable = re.sub(r"[_\-.]+", " ", value) if name == "key" else value
+        probe = WriteProposal(
+            statement=readable,
+            kind=proposal.kind,
+            key=None,
+            has_principal=proposal.has_principal,
+            source_type=proposal.source_type,
+            source_ref="",
+            requested_authority=None,
+        )
+        for check in (check_instruction, check_markup, check_hidden_text, check_exfiltration_link, check_reviewer_address):
+            for finding in check(probe, context):
+                findings.append(
+                    Finding(
+                        finding.check,
+                        finding.severity,
+                        f"In the {_FIELD_NAMES[name]} ({_show(value)}), not the statement: {finding.detail}",
+                        category=finding.category,
+                        evidence=finding.evidence,
+                        span=finding.span,
+                        field=name,
+                    )
+                )
+    return findings
+
+
+# --- what the statement means (semantic layer) ---------------------------------------
+
+
+def check_semantic(proposal: WriteProposal, context: GuardContext) -> list[Finding]:
+    """The classifier head over the statement's embedding, and the closest known attack.
+
+    R5: a write is judged by this layer as well as by the patterns before it
+    can become active; without a vector (the embedding model failed) the write
+    waits for a person instead of passing on the patterns alone.
+    """
+    if proposal.embedding is None:
+        if not context.semantic_required:
+            return []
+        return [
+            Finding(
+                "semantic_unavailable",
+                "medium",
+                "The check that reads what the statement means could not run (the language model "
+                "was unavailable), so a person should read it before it is used.",
+                category="meaning not checked",
+            )
+        ]
+    from governance.rules import guard_semantic
+
+    model = guard_semantic.load_model()
+    if len(proposal.embedding) != model.dimensions:
+        return [
+            Finding(
+                "semantic_unavailable",
+                "medium",
+                "The check that reads what the statement means could not run (its vector came from a "
+                "different language model), so a person should read it before it is used.",
+                category="meaning not checked",
+            )
+        ]
+    judgement = guard_semantic.judge(proposal.embedding, model)
+    if judgement.score < model.threshold_review:
+        return []
+    severity = "high" if judgement.score >= model.threshold_hold else "medium"
+    # A person's own how-to-treat-me preference, from a source that speaks for
+    # them, is memory (R5): the meaning check may ask for a look, not quarantine.
+    if severity == "high" and "self" in SOURCE_RULES.get(proposal.source_type, frozenset()):
+        if is_self_directed(_text(proposal.statement).skeleton):
+            severity = "medium"
+    nearest = {
+        "text": judgement.nearest_text,
+        "category": judgement.category_words,
+        "similarity": round(judgement.nearest_similarity, 3),
+    }
+    return [
+        Finding(
+            "semantic",
+            severity,
+            f"Reads like {judgement.category_words} ({judgement.score:.0%} likely an attack). "
+            f"Closest known attack: {_show(judgement.nearest_text)}.",
+            category=judgement.category_words,
+            nearest=nearest,
+        )
+    ]
+
+
 # --- the decision --------------------------------------------------------------------------
 
 CHECKS: tuple[Check, ...] = (
@@ -1565,6 +1712,8 @@ CHECKS: tuple[Check, ...] = (
     check_derived_from_retrieval,
     check_burst,
     check_contradicts_verified,
+    check_other_fields,
+    check_semantic,
 )
 
 _SEVERITY_RANK = {severity: rank for rank, severity in enumerate(SEVERITIES)}

@@ -111,6 +111,38 @@ _CONFUSABLES: dict[str, str] = {
     "\u03a5": "Y",
     "\u03a7": "X",
     "\u03f9": "C",
+    # Armenian
+    "\u0585": "o",
+    "\u0578": "n",
+    "\u057d": "u",
+    "\u0570": "h",
+    "\u0581": "g",
+    "\u0566": "q",
+    "\u0561": "w",
+    "\u0555": "O",
+    "\u054d": "U",
+    # Latin letters that are not the ASCII ones they look like
+    "\u0251": "a",
+    "\u0261": "g",
+    "\u026a": "i",
+    "\u1d00": "a",
+    "\u0131": "i",
+    # Cherokee capitals
+    "\u13aa": "A",
+    "\u13a1": "R",
+    "\u13b7": "M",
+    "\u13ac": "E",
+    "\u13a2": "T",
+    "\u13da": "S",
+    "\u13df": "C",
+    "\u13bb": "H",
+    "\u13e6": "K",
+    "\u13de": "L",
+    "\u13a0": "D",
+    "\u13c0": "G",
+    "\u13d9": "V",
+    "\u13b3": "W",
+    "\u13c3": "Z",
 }
 CONFUSABLE_CHARS: frozenset[str] = frozenset(_CONFUSABLES)
 _CONFUSABLE_TABLE = str.maketrans(_CONFUSABLES)

@@ -90,7 +90,9 @@ def judge(row: Row, embed: Embedder | None) -> guard.GuardResult:
     """One write through the guard, as ``submit_write`` runs it."""
     vector = embed([guard.semantic_text(row.text)])[0] if embed is not None else None
     return guard.check_write(
-        proposal_for(row, vector), context_for(semantic=embed is not None), auto_approve_min_authority=AUTO_APPROVE
+        proposal_for(row, vector),
+        context_for(semantic=embed is not None),
+        auto_approve_min_authority=AUTO_APPROVE,
     )
 
 
@@ -101,7 +103,9 @@ class Tally:
     active: int = 0
 
 
-def evaluate(rows: Sequence[Row], embed: Embedder | None) -> tuple[dict[tuple[str, str], Tally], list[tuple[Row, str]]]:
+def evaluate(
+    rows: Sequence[Row], embed: Embedder | None
+) -> tuple[dict[tuple[str, str], Tally], list[tuple[Row, str]]]:
     tallies: dict[tuple[str, str], Tally] = defaultdict(Tally)
     misses: list[tuple[Row, str]] = []
     for row in rows:
@@ -169,7 +173,10 @@ def main() -> None:
     if embed is not None:
         embed(["warm up"])
     tallies, misses = evaluate(rows, embed)
-    print(f"Split: {args.split}  ({len(rows)} lines; layers: {'patterns' if embed is None else 'patterns + semantic'})")
+    print(
+        f"Split: {args.split}  ({len(rows)} lines; layers: "
+        f"{'patterns' if embed is None else 'patterns + semantic'})"
+    )
     print(table(tallies))
     if args.show_misses:
         print("\nMisses:")

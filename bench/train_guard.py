@@ -12,7 +12,8 @@ does (``guard.semantic_text``), then:
    cross-validation on the tuning split, so they are not tuned on lines the
    head has memorised: ``hold`` (quarantine) is the lowest threshold that
    keeps benign lines scored at or above it to at most 1.5 %, ``review`` (a
-   person looks first) the lowest that keeps them to at most 8 %;
+   person looks first) the lowest that keeps them to at most 5 % among lines
+   whose nearest known attack is at least 0.45 similar;
 3. the tuning-split attacks' embeddings (float16) become the exemplars that
    name the closest known attack in a finding.
 
@@ -43,7 +44,10 @@ L2 = 1e-3
 STEPS = 3000
 RATE = 2.0
 HOLD_MAX_BENIGN = 0.015
-REVIEW_MAX_BENIGN = 0.08
+REVIEW_MAX_BENIGN = 0.05
+# A "have a look" finding also needs a known attack this close (cosine):
+# a high score far from every known attack is the head extrapolating.
+REVIEW_MIN_SIMILARITY = 0.45
 
 
 def fit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
@@ -77,22 +81,29 @@ def main() -> None:
 
     folds = np.arange(len(rows)) % 5
     oof = np.zeros(len(rows))
+    nearest = np.zeros(len(rows))
     for k in range(5):
         train, test = folds != k, folds == k
         w, b = fit(x[train], y[train])
         oof[test] = 1 / (1 + np.exp(-(x[test] @ w + b)))
+        nearest[test] = (x[test] @ x[train][y[train] == 1].T).max(axis=1)
     hold = threshold(oof, y, HOLD_MAX_BENIGN)
-    review = min(threshold(oof, y, REVIEW_MAX_BENIGN), hold)
+    gated = np.where(nearest >= REVIEW_MIN_SIMILARITY, oof, 0.0)
+    review = min(threshold(gated, y, REVIEW_MAX_BENIGN), hold)
     recall_hold = float((oof[y == 1] >= hold).mean())
-    recall_review = float((oof[y == 1] >= review).mean())
+    recall_review = float((gated[y == 1] >= review).mean())
     print(f"tune lines: {len(rows)} ({int(y.sum())} attacks)")
-    print(f"out-of-fold: hold >= {hold:.3f} catches {recall_hold:.1%} of attacks; review >= {review:.3f} {recall_review:.1%}")
+    print(
+        f"out-of-fold: hold >= {hold:.3f} catches {recall_hold:.1%} of attacks; "
+        f"review >= {review:.3f} {recall_review:.1%}"
+    )
 
     w, b = fit(x, y)
     attacks = [i for i, r in enumerate(rows) if r.label == "attack"]
     meta = {
         "threshold_hold": hold,
         "threshold_review": review,
+        "review_min_similarity": REVIEW_MIN_SIMILARITY,
         "exemplar_texts": [rows[i].text for i in attacks],
         "exemplar_categories": [rows[i].category for i in attacks],
         "embedding_model": LOCAL_MODEL_NAME,

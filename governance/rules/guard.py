@@ -31,10 +31,10 @@ import html
 import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from types import MappingProxyType
+from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from governance.rules.text import (
@@ -269,7 +269,8 @@ def locate(statement: str, start: int, end: int) -> tuple[tuple[int, int] | None
 
 def _show(fragment: str) -> str:
     """Quote a fragment for a reviewer: hidden characters made visible, one line, short."""
-    visible = show_hidden(fragment)
+    # Only the start is ever shown, so only the start is converted.
+    visible = show_hidden(fragment[: DETAIL_QUOTE_CHARS * 2])
     visible = " ".join(visible.split())
     if len(visible) > DETAIL_QUOTE_CHARS:
         visible = visible[: DETAIL_QUOTE_CHARS - 3] + "..."
@@ -362,6 +363,27 @@ def _mask_mentions(text: str) -> str:
     return masked
 
 
+# Source types in the words a reviewer reads.
+SOURCE_WORDS: Mapping[str, str] = MappingProxyType(
+    {
+        "config": "configuration",
+        "documentation": "documentation",
+        "reviewer": "reviewer",
+        "user_statement": "the person's own statement",
+        "support_ticket": "support ticket",
+        "tool_output": "tool output",
+        "chat_message": "chat message",
+        "model_inference": "model inference",
+        "summarizer": "session summary",
+        "web_page": "web page",
+    }
+)
+
+
+def source_words(source_type: str) -> str:
+    return SOURCE_WORDS.get(source_type, source_type.replace("_", " "))
+
+
 def source_cap(source_type: str, caps: Mapping[str, int]) -> int:
     """Highest authority a source type may carry (R4); unknown sources get the lowest."""
     return caps.get(source_type, UNKNOWN_SOURCE_CAP)
@@ -416,8 +438,8 @@ def check_authority_cap(proposal: WriteProposal, context: GuardContext) -> list[
             "authority_cap",
             "high",
             f"Requested authority {requested} is above the maximum of {cap} for "
-            f"{proposal.source_type} sources. A write cannot promote itself; only a "
-            "reviewer can raise authority (R4).",
+            f"{source_words(proposal.source_type)} sources. A write cannot promote itself; only a "
+            "reviewer can raise authority.",
         )
     ]
 
@@ -443,8 +465,8 @@ def check_source_trust(proposal: WriteProposal, context: GuardContext) -> list[F
             Finding(
                 "source_trust",
                 "medium",
-                f"Comes from a low-trust source ({source}, maximum authority {cap}): anyone can "
-                "publish such content, including instructions planted for assistants.",
+                f"Comes from a low-trust source ({source_words(source)}, maximum authority {cap}): "
+                "anyone can publish such content, including instructions planted for assistants.",
             )
         ]
     if source in _INFERRED_SOURCES and proposal.kind in _PERSONAL_KINDS:
@@ -452,7 +474,7 @@ def check_source_trust(proposal: WriteProposal, context: GuardContext) -> list[F
             Finding(
                 "source_trust",
                 "low",
-                f"A {proposal.kind} fact about a person that a model guessed ({source}) rather "
+                f"A {proposal.kind} fact about a person that a model guessed ({source_words(source)}) rather "
                 "than something the person said; confirm it before relying on it.",
             )
         ]
@@ -571,32 +593,56 @@ _PROMOTE_VERB = (
 _MULTILINGUAL: tuple[tuple[str, str], ...] = (
     # (language, pattern): the common attack phrasings, since the semantic
     # layer's model reads English best.
-    ("German", r"\b(?:ignorier\w*|vergiss|vergessen\s+sie|missachte\w*)\b[^.!?\n]{0,40}\b(?:vorherig\w*|bisherig\w*"
-     r"|obig\w*|alle[ns]?|vorher|anweisungen)\b|\bempfiehl\w*\b[^.!?\n]{0,40}\b(?:immer|jede[rnm]?)\b"
-     r"|\bin\s+jeder\s+antwort\b|\bab\s+(?:jetzt|sofort)\s+(?:an\s+)?(?:immer|empfiehl|antworte)"
-     r"|\bkeine\s+best[äa]tigung\b|\bleite\w*\b[^.!?\n]{0,40}\bweiter\b"),
-    ("Spanish", r"\b(?:ignora|olvida|omite|descarta)\w*\b[^.!?\n]{0,40}\b(?:anteriores|previas?|todo|instrucciones)\b"
-     r"|\brecomienda\w*\s+siempre\b|\bsiempre\s+recomienda\b|\ben\s+cada\s+respuesta\b"
-     r"|\ba\s+partir\s+de\s+ahora\b[^.!?\n]{0,40}\b(?:recomienda|responde|siempre)"
-     r"|\bno\s+necesita\s+confirmaci[oó]n\b|\benv[ií]a\w*\s+el\s+historial\b"),
-    ("French", r"\b(?:ignore[rz]?|oublie[rz]?)\b[^.!?\n]{0,40}\b(?:pr[ée]c[ée]dent\w*|tout\s+ce\s+qui|ci-dessus"
-     r"|instructions)\b|\brecommande\w*\s+toujours\b|\bdans\s+chaque\s+r[ée]ponse\b"
-     r"|\bd[ée]sormais\b[^.!?\n]{0,40}\b(?:recommande|r[ée]ponds|toujours)|\baucune\s+confirmation\b"
-     r"|\btransf[eè]re\w*\s+l'historique\b"),
-    ("Italian", r"\b(?:ignora|dimentica)\w*\b[^.!?\n]{0,40}\b(?:precedent\w*|tutto|istruzioni)\b"
-     r"|\bconsiglia\w*\s+sempre\b|\bin\s+ogni\s+risposta\b|\bd'ora\s+in\s+poi\b|\binoltra\w*\b[^.!?\n]{0,40}@"),
-    ("Portuguese", r"\b(?:ignore|ignora|esque[çc]a)\w*\b[^.!?\n]{0,40}\b(?:anteriores|tudo|instru[çc][õo]es)\b"
-     r"|\brecomende\s+sempre\b|\bem\s+cada\s+resposta\b|\ba\s+partir\s+de\s+agora\b"
-     r"|\bn[aã]o\s+precisa\s+de\s+confirma|\benvie\s+o\s+hist[oó]rico\b"),
-    ("Dutch", r"\b(?:negeer|vergeet)\b[^.!?\n]{0,40}\b(?:vorige|alles|eerdere|instructies)\b"
-     r"|\braad\s+altijd\b|\bin\s+elk\s+antwoord\b|\bstuur\b[^.!?\n]{0,30}\bgeschiedenis\b"),
+    (
+        "German",
+        r"\b(?:ignorier\w*|vergiss|vergessen\s+sie|missachte\w*)\b[^.!?\n]{0,40}\b(?:vorherig\w*|bisherig\w*"
+        r"|obig\w*|alle[ns]?|vorher|anweisungen)\b|\bempfiehl\w*\b[^.!?\n]{0,40}\b(?:immer|jede[rnm]?)\b"
+        r"|\bin\s+jeder\s+antwort\b|\bab\s+(?:jetzt|sofort)\s+(?:an\s+)?(?:immer|empfiehl|antworte)"
+        r"|\bkeine\s+best[äa]tigung\b|\bleite\w*\b[^.!?\n]{0,40}\bweiter\b",
+    ),
+    (
+        "Spanish",
+        r"\b(?:ignora|olvida|omite|descarta)\w*\b[^.!?\n]{0,40}\b(?:anteriores|previas?|todo|instrucciones)\b"
+        r"|\brecomienda\w*\s+siempre\b|\bsiempre\s+recomienda\b|\ben\s+cada\s+respuesta\b"
+        r"|\ba\s+partir\s+de\s+ahora\b[^.!?\n]{0,40}\b(?:recomienda|responde|siempre)"
+        r"|\bno\s+necesita\s+confirmaci[oó]n\b|\benv[ií]a\w*\s+el\s+historial\b",
+    ),
+    (
+        "French",
+        r"\b(?:ignore[rz]?|oublie[rz]?)\b[^.!?\n]{0,40}\b(?:pr[ée]c[ée]dent\w*|tout\s+ce\s+qui|ci-dessus"
+        r"|instructions)\b|\brecommande\w*\s+toujours\b|\bdans\s+chaque\s+r[ée]ponse\b"
+        r"|\bd[ée]sormais\b[^.!?\n]{0,40}\b(?:recommande|r[ée]ponds|toujours)|\baucune\s+confirmation\b"
+        r"|\btransf[eè]re\w*\s+l'historique\b",
+    ),
+    (
+        "Italian",
+        r"\b(?:ignora|dimentica)\w*\b[^.!?\n]{0,40}\b(?:precedent\w*|tutto|istruzioni)\b"
+        r"|\bconsiglia\w*\s+sempre\b|\bin\s+ogni\s+risposta\b|\bd'ora\s+in\s+poi\b|\binoltra\w*\b[^.!?\n]{0,40}@",
+    ),
+    (
+        "Portuguese",
+        r"\b(?:ignore|ignora|esque[çc]a)\w*\b[^.!?\n]{0,40}\b(?:anteriores|tudo|instru[çc][õo]es)\b"
+        r"|\brecomende\s+sempre\b|\bem\s+cada\s+resposta\b|\ba\s+partir\s+de\s+agora\b"
+        r"|\bn[aã]o\s+precisa\s+de\s+confirma|\benvie\s+o\s+hist[oó]rico\b",
+    ),
+    (
+        "Dutch",
+        r"\b(?:negeer|vergeet)\b[^.!?\n]{0,40}\b(?:vorige|alles|eerdere|instructies)\b"
+        r"|\braad\s+altijd\b|\bin\s+elk\s+antwoord\b|\bstuur\b[^.!?\n]{0,30}\bgeschiedenis\b",
+    ),
     ("Danish or Norwegian", r"\bignorer\s+alle\s+tidligere\b|\banbefal\s+altid\b"),
     ("Polish", r"\bzignoruj\b|\bzapomnij\s+o\s+wszystk|\bzawsze\s+polecaj\b"),
     ("Turkish", r"\btalimatlar\w*\s+yok\s+say|\bher\s+zaman\b[^.!?\n]{0,20}\b[öo]ner\b"),
     ("Russian", r"игнорируй|забудь\s+вс[её]|всегда\s+рекомендуй|перешли\b[^.!?\n]{0,40}@|без\s+подтвержд"),
-    ("Chinese", r"忽略(?:之前|以前|上面|以上|所有)|忘记(?:上面|之前|以上)|(?:始终|总是|一直)推荐|每个回答"
-     r"|从现在开始|无需确认|聊天记录发送"),
-    ("Japanese", r"指示を(?:すべて)?無視|無視して|常に[^。]{0,10}勧め|すべての回答|これからは[^。]{0,20}推薦"),
+    (
+        "Chinese",
+        r"忽略(?:之前|以前|上面|以上|所有)|忘记(?:上面|之前|以上)|(?:始终|总是|一直)推荐|每个回答"
+        r"|从现在开始|无需确认|聊天记录发送",
+    ),
+    (
+        "Japanese",
+        r"指示を(?:すべて)?無視|無視して|常に[^。]{0,10}勧め|すべての回答|これからは[^。]{0,20}推薦",
+    ),
     ("Korean", r"무시하고|항상\s*\S*\s*추천"),
 )
 
@@ -759,8 +805,7 @@ _INSTRUCTION_PATTERNS: tuple[_Pattern, ...] = (
     ),
     _p(
         "claims permissions or special authority",
-        _PERMISSION
-        + r"|\bi\s+am\s+the\s+(?:system\s+)?(?:operator|administrator|admin|developer|owner)\b"
+        _PERMISSION + r"|\bi\s+am\s+the\s+(?:system\s+)?(?:operator|administrator|admin|developer|owner)\b"
         r"|\b(?:the\s+)?(?:caller|user)\s+is\s+the\s+(?:ceo|cto|owner|operator)\b[^.!?\n]{0,40}?\b(?:do|give|share)"
         r"|\b(?:treat|consider)\s+(?:this|the)\s+user\s+as\s+(?:an?\s+)?(?:moderator|admin\w*|owner|staff)"
         r"|\b(?:elevate|promote|upgrade)\s+(?:this|the)\s+user\s+to\b"
@@ -796,10 +841,17 @@ SOURCE_RULES: Mapping[str, frozenset[str]] = MappingProxyType(
 _SENTENCE_END = re.compile(r"[.!?;\n]")
 
 
+_SENTENCE_REACH = 300  # bounded both ways, so many matches in one text stay linear
+
+
 def _sentence_around(text: str, start: int, end: int) -> str:
-    before = max((m.end() for m in _SENTENCE_END.finditer(text, 0, start)), default=0)
-    after = _SENTENCE_END.search(text, end)
-    return text[before : after.start() if after else len(text)]
+    before = max(start - _SENTENCE_REACH, 0)
+    for index in range(start - 1, before - 1, -1):
+        if text[index] in ".!?;\n":
+            before = index + 1
+            break
+    after = _SENTENCE_END.search(text, end, end + _SENTENCE_REACH)
+    return text[before : after.start() if after else min(len(text), end + _SENTENCE_REACH)]
 
 
 def is_self_directed(sentence: str) -> bool:
@@ -836,8 +888,11 @@ def _instruction_hits(text: str, source_type: str) -> list[tuple[_Pattern, re.Ma
 _SPLIT_POINTS = re.compile(r"[.!?;:](?=\s)")
 
 
+_SPLIT_LIMIT = 2000  # split instructions live in short notes; bounded so the check stays fast
+
+
 def _split_instruction_hits(text: str, source_type: str) -> list[tuple[_Pattern, re.Match[str]]]:
-    joined = _SPLIT_POINTS.sub(" ", text)
+    joined = _SPLIT_POINTS.sub(" ", text[:_SPLIT_LIMIT])
     if joined == text:
         return []
     return _instruction_hits(joined, source_type)
@@ -925,12 +980,14 @@ def check_markup(proposal: WriteProposal, context: GuardContext) -> list[Finding
         return []
     kinds = ", ".join(dict.fromkeys(p.reason for p, _ in hits))
     _, match = hits[0]
+    span, evidence = locate(proposal.statement, match.start(), match.end())
     return [
         Finding(
             "markup",
             "high",
-            f"Contains markup that could steer the model or act in the review console ({kinds}): "
-            f"{_show(text.clean[match.start() : match.end()])}.",
+            f"Contains markup that could steer the model or act in the review console ({kinds}): {evidence}.",
+            evidence=evidence,
+            span=span,
         )
     ]
 
@@ -980,7 +1037,10 @@ def check_hidden_text(proposal: WriteProposal, context: GuardContext) -> list[Fi
             tag_text.append(chr(ord(ch) - 0xE0000) if 0xE0020 <= ord(ch) <= 0xE007E else "")
             continue
         counts[ch] = counts.get(ch, 0) + 1
-    problems = [f"{n} x {_char_label(ch)}" for ch, n in counts.items()]
+    problems = [
+        f"{n} x {visible_marker(ch)} ({unicodedata.name(ch, 'unnamed character').lower()})"
+        for ch, n in counts.items()
+    ]
     if tag_text:
         problems.append(f"invisible Unicode tag characters spelling {_show(''.join(tag_text))}")
     clean = _text(proposal.statement).clean
@@ -1114,12 +1174,76 @@ _SPELLED_OUT = re.compile(r"(?<![\w])(?:[A-Za-z][ .\-*_]){7,}[A-Za-z](?![\w])")
 _MIN_LETTERS_FOR_READINGS = 12
 
 
+# Rot13 and mirrored readings look at the first 1,000 characters: enough for
+# a planted instruction, and it keeps the check inside its time budget.
+_READING_LIMIT = 1000
+_COMMON_WORDS = frozenset(
+    {
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "to",
+        "of",
+        "in",
+        "on",
+        "at",
+        "for",
+        "with",
+        "by",
+        "from",
+        "is",
+        "are",
+        "was",
+        "be",
+        "it",
+        "this",
+        "that",
+        "you",
+        "your",
+        "i",
+        "me",
+        "my",
+        "we",
+        "our",
+        "they",
+        "he",
+        "she",
+        "his",
+        "her",
+        "not",
+        "no",
+        "all",
+        "every",
+        "any",
+        "user",
+        "users",
+        "please",
+        "can",
+        "will",
+        "as",
+        "if",
+        "when",
+    }
+)
+_TOKENS = re.compile(r"[a-z']+")
+
+
+def _reads_as_plain_words(text: str) -> bool:
+    """Ordinary prose is full of short common words; rot13 and mirrored text has none."""
+    tokens = [t for t in _TOKENS.findall(text[:_READING_LIMIT].lower()) if len(t) >= 3]
+    if len(tokens) < 3:
+        return False
+    return sum(1 for t in tokens if t in _COMMON_WORDS) / len(tokens) >= 0.2
+
+
 def _steers(reading: str, source_type: str) -> str | None:
     """What a decoded reading would make the assistant do, if anything."""
-    for pattern, _ in _instruction_hits(reading, source_type) + _markup_hits(reading):
-        return pattern.reason
-    for pattern in (_SEND_DATA_TO_LINK, _MOVE_DATA, _BCC):
-        if pattern.search(reading):
+    for hit, _ in _instruction_hits(reading, source_type) + _markup_hits(reading):
+        return hit.reason
+    for regex in (_SEND_DATA_TO_LINK, _MOVE_DATA, _BCC):
+        if regex.search(reading):
             return "asks to move data somewhere outside"
     return None
 
@@ -1133,11 +1257,12 @@ def _disguised_problems(text: _Text, source_type: str) -> list[str]:
         problems.append(f"letters spelled out one by one {_show(spelled.group())} read {_show(letters)}")
     if sum(1 for ch in text.skeleton if ch.isascii() and ch.isalpha()) < _MIN_LETTERS_FOR_READINGS:
         return problems
-    if _steers(text.skeleton, source_type):
-        return problems  # already readable as an instruction; the other checks say so
+    if _reads_as_plain_words(text.skeleton):
+        return problems  # readable as it is; the other checks judge it as written
+    head = text.skeleton[:_READING_LIMIT]
     for how, reading in (
-        ("rot13 text", codecs.decode(text.skeleton, "rot13")),
-        ("text written backwards", text.skeleton[::-1]),
+        ("rot13 text", codecs.decode(head, "rot13")),
+        ("text written backwards", text.skeleton[::-1][:_READING_LIMIT]),
     ):
         reason = _steers(reading, source_type)
         if reason:
@@ -1289,6 +1414,26 @@ _SEND_DATA_TO_LINK = re.compile(
 )
 
 
+# Parameter names that identify a record (?user=12345 opens that account's
+# page); only an empty or placeholder value makes them a slot for data.
+_IDENTITY_WORDS = frozenset(
+    {
+        "user",
+        "username",
+        "name",
+        "email",
+        "mail",
+        "phone",
+        "address",
+        "location",
+        "loc",
+        "who",
+        "details",
+        "key",
+    }
+)
+
+
 def _words(value: str) -> set[str]:
     return {w for w in re.split(r"[^a-z0-9]+", value.lower()) if w}
 
@@ -1308,7 +1453,7 @@ def _url_problem(url: str) -> str | None:
         carried = _words(name) & _DATA_WORDS
         # A concrete value (?user=12345) is a link to something; an empty one
         # or a placeholder is a slot for the assistant to fill with data.
-        if carried and (not value or _PLACEHOLDER_VALUE.match(value)):
+        if carried - _IDENTITY_WORDS or (carried and (not value or _PLACEHOLDER_VALUE.match(value))):
             return f"query parameter {name!r} is left for {sorted(carried)[0]} data to be filled in"
         if not value and len(parse_qsl(parts.query, keep_blank_values=True)) == 1 and url.endswith("="):
             return f"query parameter {name!r} is left empty for data to be appended"
@@ -1368,7 +1513,11 @@ def _image_problems(clean: str) -> list[tuple[str, int, int]]:
             )
     for match in _HTML_IMAGE.finditer(clean):
         found.append(
-            (f"HTML image {_show(match.group())} is fetched automatically when rendered", match.start(), match.end())
+            (
+                f"HTML image {_show(match.group())} is fetched automatically when rendered",
+                match.start(),
+                match.end(),
+            )
         )
     return found
 
@@ -1468,13 +1617,15 @@ def check_reviewer_address(proposal: WriteProposal, context: GuardContext) -> li
     if not hits:
         return []
     pattern, match = hits[0]
+    span, evidence = locate(proposal.statement, match.start(), match.end())
     return [
         Finding(
             "reviewer_address",
             "high",
-            f"Speaks to the human reviewer ({pattern.reason}) to get itself approved: "
-            f"{_show(text.clean[match.start() : match.end()])}. Memory content has no say "
-            "in its own review.",
+            f"Speaks to the human reviewer ({pattern.reason}) to get itself approved: {evidence}. "
+            "Memory content has no say in its own review.",
+            evidence=evidence,
+            span=span,
         )
     ]
 
@@ -1511,7 +1662,7 @@ def check_tombstoned(proposal: WriteProposal, context: GuardContext) -> list[Fin
             "tombstoned",
             "high",
             f"Matches tombstone {tombstone_id}: withdrawn assertion. Someone asked for it to be "
-            "forgotten, and a withdrawal blocks the same assertion from being learned again (R8).",
+            "forgotten, and a withdrawal blocks the same assertion from being learned again.",
         )
     ]
 
@@ -1528,7 +1679,7 @@ def check_derived_from_retrieval(proposal: WriteProposal, context: GuardContext)
     after = resolve_authority(proposal, context)
     detail = (
         "Derived from a retrieval: the agent is writing back memory it was given, and "
-        "retention gives no authority (R16)."
+        "retention gives no authority."
     )
     if after < before:
         origin = (
@@ -1545,7 +1696,7 @@ def check_derived_from_retrieval(proposal: WriteProposal, context: GuardContext)
                 "high",
                 f"This agent already wrote {context.recent_derived_writes} derived memories in "
                 f"the last hour (limit {AMPLIFICATION_LIMIT}); writing retrieved memory back "
-                "again and again can turn one poisoned fact into many (R16).",
+                "again and again can turn one poisoned fact into many.",
             )
         )
     return findings
@@ -1584,9 +1735,9 @@ def check_contradicts_verified(proposal: WriteProposal, context: GuardContext) -
             "contradicts_verified",
             "medium",
             f"Contradicts the verified fact {_show(context.verified_statement_for_key or '')}"
-            f"{f' for {proposal.key}' if proposal.key else ''}. A {proposal.source_type} "
+            f"{f' for {proposal.key}' if proposal.key else ''}. A {source_words(proposal.source_type)} "
             "source is not direct evidence, so it cannot replace verified memory without "
-            "review (R6).",
+            "review.",
         )
     ]
 
@@ -1594,6 +1745,7 @@ def check_contradicts_verified(proposal: WriteProposal, context: GuardContext) -
 # --- the other agent-supplied fields ---------------------------------------------------
 
 _FIELD_NAMES = {"source_ref": "source reference", "key": "key"}
+_PLAIN_REF = re.compile(r"[\w:/#.@+-]{0,500}\Z")
 
 
 def check_other_fields(proposal: WriteProposal, context: GuardContext) -> list[Finding]:
@@ -1607,6 +1759,10 @@ def check_other_fields(proposal: WriteProposal, context: GuardContext) -> list[F
     for name, value in (("source_ref", proposal.source_ref), ("key", proposal.key)):
         if not value:
             continue
+        plain_ref = name == "source_ref" and "://" not in value and _PLAIN_REF.match(value)
+        if plain_ref and not any(is_hidden_char(ch) for ch in value):
+            # An id or a path ("ticket:4821", "crm/contacts/17"): nothing in it to read.
+            continue
         readable = re.sub(r"[_\-.]+", " ", value) if name == "key" else value
         probe = WriteProposal(
             statement=readable,
@@ -1617,7 +1773,13 @@ def check_other_fields(proposal: WriteProposal, context: GuardContext) -> list[F
             source_ref="",
             requested_authority=None,
         )
-        for check in (check_instruction, check_markup, check_hidden_text, check_exfiltration_link, check_reviewer_address):
+        for check in (
+            check_instruction,
+            check_markup,
+            check_hidden_text,
+            check_exfiltration_link,
+            check_reviewer_address,
+        ):
             for finding in check(probe, context):
                 findings.append(
                     Finding(
@@ -1669,14 +1831,22 @@ def check_semantic(proposal: WriteProposal, context: GuardContext) -> list[Findi
             )
         ]
     judgement = guard_semantic.judge(proposal.embedding, model)
-    if judgement.score < model.threshold_review:
-        return []
-    severity = "high" if judgement.score >= model.threshold_hold else "medium"
-    # A person's own how-to-treat-me preference, from a source that speaks for
-    # them, is memory (R5): the meaning check may ask for a look, not quarantine.
-    if severity == "high" and "self" in SOURCE_RULES.get(proposal.source_type, frozenset()):
-        if is_self_directed(_text(proposal.statement).skeleton):
+    speaks_for_person = "self" in SOURCE_RULES.get(proposal.source_type, frozenset())
+    if judgement.score >= model.threshold_hold:
+        severity = "high"
+        # A person's own how-to-treat-me preference, from a source that speaks
+        # for them, is memory (R5): the meaning check asks for a look instead.
+        if speaks_for_person and is_self_directed(_text(proposal.statement).skeleton):
             severity = "medium"
+    elif (
+        judgement.score >= model.threshold_review
+        and judgement.nearest_similarity >= model.review_min_similarity
+        # The person's own words are not held on a hunch; relayed text is.
+        and not speaks_for_person
+    ):
+        severity = "medium"
+    else:
+        return []
     nearest = {
         "text": judgement.nearest_text,
         "category": judgement.category_words,
@@ -1692,6 +1862,38 @@ def check_semantic(proposal: WriteProposal, context: GuardContext) -> list[Findi
             nearest=nearest,
         )
     ]
+
+
+# Plain words for each check's kind of problem, for findings that do not name
+# a narrower one themselves.
+CHECK_CATEGORIES: Mapping[str, str] = MappingProxyType(
+    {
+        "empty_statement": "nothing visible to read",
+        "authority_cap": "asks for more authority than its source has",
+        "source_trust": "low-trust source",
+        "instruction": "instruction aimed at the assistant",
+        "markup": "markup or chat role tags",
+        "hidden_text": "hidden characters or text",
+        "encoded_payload": "encoded or disguised text",
+        "homoglyph": "look-alike letters from another alphabet",
+        "exfiltration_link": "data sent or leaked outside",
+        "reviewer_address": "a note addressed to the reviewer",
+        "resubmitted_rejected": "repeats a rejected statement",
+        "tombstoned": "repeats something a person asked to forget",
+        "derived_from_retrieval": "written back from memory it was given",
+        "write_back_amplification": "memory written back again and again",
+        "burst": "the same claim repeated in a burst",
+        "contradicts_verified": "contradicts verified memory",
+        "semantic": "reads like a known attack",
+        "semantic_unavailable": "meaning not checked",
+    }
+)
+
+
+def _with_category(finding: Finding) -> Finding:
+    if finding.category is not None:
+        return finding
+    return replace(finding, category=CHECK_CATEGORIES.get(finding.check, finding.check.replace("_", " ")))
 
 
 # --- the decision --------------------------------------------------------------------------
@@ -1734,7 +1936,7 @@ def check_write(
     proposal: WriteProposal, context: GuardContext, *, auto_approve_min_authority: int
 ) -> GuardResult:
     """Run every check (R5) and decide what becomes of the write."""
-    findings = [finding for check in CHECKS for finding in check(proposal, context)]
+    findings = [_with_category(finding) for check in CHECKS for finding in check(proposal, context)]
     # Riskiest first, so the review queue shows the reason that matters most.
     findings.sort(key=lambda f: -_SEVERITY_RANK[f.severity])
     authority = resolve_authority(proposal, context)
@@ -1751,3 +1953,46 @@ def semantic_text(statement: str) -> str:
 def clear_caches() -> None:
     """Forget memoised text normalisation (benchmarks measure cold calls)."""
     _text.cache_clear()
+
+
+# --- showing a statement to a reviewer -----------------------------------------------
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A run of a statement as the review console shows it."""
+
+    text: str
+    marked: bool = False  # inside the span of a finding's evidence
+    hidden: bool = False  # one hidden character, shown as its visible marker
+
+
+def display_segments(text: str, spans: Sequence[Sequence[int]] = ()) -> list[Segment]:
+    """``text`` split for display: finding spans marked, hidden characters made visible.
+
+    Nothing is dropped: every zero-width, bidi or tag character becomes a
+    marker such as "⟦U+200B⟧", so a reviewer sees that something is there.
+    """
+    marked = [False] * len(text)
+    for span in spans:
+        if len(span) == 2:
+            for index in range(max(span[0], 0), min(span[1], len(text))):
+                marked[index] = True
+    segments: list[Segment] = []
+    run: list[str] = []
+    run_marked = False
+    for index, ch in enumerate(text):
+        if is_hidden_char(ch):
+            if run:
+                segments.append(Segment("".join(run), run_marked))
+                run = []
+            segments.append(Segment(visible_marker(ch), marked[index], hidden=True))
+            continue
+        if run and marked[index] != run_marked:
+            segments.append(Segment("".join(run), run_marked))
+            run = []
+        run_marked = marked[index]
+        run.append(ch)
+    if run:
+        segments.append(Segment("".join(run), run_marked))
+    return segments

@@ -45,7 +45,8 @@ class SemanticModel:
     weights: np.ndarray  # (d,)
     bias: float
     threshold_hold: float  # at or above: quarantine
-    threshold_review: float  # at or above: a person looks first
+    threshold_review: float  # at or above, and near a known attack: a person looks first
+    review_min_similarity: float
     exemplars: np.ndarray  # (n, d) unit vectors of tuning-split attacks
     exemplar_texts: tuple[str, ...]
     exemplar_categories: tuple[str, ...]
@@ -77,6 +78,7 @@ def load_model(path: Path = MODEL_PATH) -> SemanticModel:
             bias=float(data["bias"]),
             threshold_hold=float(meta["threshold_hold"]),
             threshold_review=float(meta["threshold_review"]),
+            review_min_similarity=float(meta["review_min_similarity"]),
             exemplars=data["exemplars"].astype(np.float32),
             exemplar_texts=tuple(meta["exemplar_texts"]),
             exemplar_categories=tuple(meta["exemplar_categories"]),

@@ -337,8 +337,13 @@ def test_every_check_runs_in_linear_time_on_adversarial_input(name: str, check: 
         recent_agent_statements=(text,) * 3,
         verified_statement_for_key=text,
     )
-    guard.clear_caches()
-    start = time.perf_counter()
-    check(p, ctx)
-    elapsed = time.perf_counter() - start
+    # Best of three: a neighbour's process can pause any one run on a shared
+    # machine, while catastrophic backtracking is slow every time.
+    timings = []
+    for _ in range(3):
+        guard.clear_caches()
+        start = time.perf_counter()
+        check(p, ctx)
+        timings.append(time.perf_counter() - start)
+    elapsed = min(timings)
     assert elapsed < 0.1, f"{check.__name__} took {elapsed * 1000:.0f} ms on {name!r}"

@@ -51,9 +51,12 @@ class Row:
     key: str | None = None
 
 
-def load_corpus(split: str | None = None) -> list[Row]:
+FRESH = CORPUS / "fresh"
+
+
+def load_corpus(split: str | None = None, *, folder: Path = CORPUS) -> list[Row]:
     rows = []
-    for path in sorted(CORPUS.glob("*.jsonl")):
+    for path in sorted(folder.glob("*.jsonl")):
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 rows.append(Row(**json.loads(line)))
@@ -167,8 +170,17 @@ def main() -> None:
     parser.add_argument("--split", default="heldout", choices=("heldout", "tune", "all"))
     parser.add_argument("--patterns-only", action="store_true")
     parser.add_argument("--show-misses", action="store_true")
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="the lines in tests/data/guard/fresh/, written after the patterns and not part of the corpus",
+    )
     args = parser.parse_args()
-    rows = load_corpus(None if args.split == "all" else args.split)
+    if args.fresh:
+        args.split = "fresh"
+        rows = load_corpus(folder=FRESH)
+    else:
+        rows = load_corpus(None if args.split == "all" else args.split)
     embed = None if args.patterns_only else local_embedder()
     if embed is not None:
         embed(["warm up"])

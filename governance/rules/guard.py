@@ -529,7 +529,7 @@ _OVERRIDE_VERB = (
 _PRIOR_RULES = (
     r"\b(?:(?:the|your|all|any|my|its)\s+)?(?:(?:previous|prior|earlier|above|preceding|original|initial"
     r"|old|existing|current|system|safety|content|standing)\s+)?(?:instructions?|rules|orders|directives?"
-    r"|guidelines|guidance|guardrails?|prompts?|polic(?:y|ies)|programming|configuration|task"
+    r"|guidelines|guidance|guardrails?|prompts?|polic(?:y|ies)|programming|configuration|task|setup|briefing"
     r"|(?:content|safety)\s+filters?|(?:earlier|previous|prior)\s+context)\b"
     r"(?:\s+(?:above|earlier|before|you\s+(?:were|have\s+been)\s+(?:given|told|configured\s+with)"
     r"|you\s+received))?"
@@ -566,6 +566,8 @@ _SKIP_CONFIRMATION = (
     r"|\b(?:approved|executed?|approve|execute|run)\s+(?:\w+\s+)?automatically\b"
     r"|\bauto-?(?:execute|approve|run)\w*"
     r"|\bwithout\s+(?:asking|approval|confirmation|consent|question)"
+    r"|\bwithout\s+(?:the\s+)?(?:usual|normal|any|further|extra|additional)\s+(?:\w+\s+)?(?:checks?|verification"
+    r"|review|approvals?|confirmation|questions)"
     r"|\bdo\s+not\s+ask\s+a\s+human\b"
     r"|\bis\s+(?:already\s+)?verified\s+for\s+every\b|\btreat\w*\b[^.!?\n]{0,40}\bas\s+verified\b"
 )
@@ -666,6 +668,7 @@ _INSTRUCTION_PATTERNS: tuple[_Pattern, ...] = (
         r"|\b(?:no|without)\s+(?:rules|restrictions|content\s+polic(?:y|ies)|filters?|guardrails)\b"
         r"[^.!?\n]{0,30}?\b(?:answer|reply|respond|start|act|assistant)\b"
         r"|\b(?:start|begin)\s+(?:over|again)\s+with\s+no\s+rules\b"
+        r"|\b(?:the\s+)?(?:text|note|lines?)\s+below\s+is\s+what\s+you\s+(?:follow|obey)\b"
         r"|\b(?:this|the\s+following)\s+(?:memory|note|text|message)\s+(?:takes|has)\s+(?:priority|precedence)\b"
         r"|\b(?:higher|top)\s+priority\s+than\s+(?:your|the)\s+(?:system|instructions|rules|prompt)",
     ),
@@ -775,6 +778,12 @@ _INSTRUCTION_PATTERNS: tuple[_Pattern, ...] = (
         rf"|\b(?:recommend|suggest|promote|push|mention|link\s+to)\b[^.!?\n]{{0,50}}?\b(?:when(?:ever)?"
         r"|each\s+time|every\s+time)\s+(?:\w+\s+){0,3}?(?:ask|asks|mention|mentions|talks?|is\s+discussed)\b"
         r"|\b(?:tell|inform)\s+(?:every|all|each|any)\s+(?:customers?|users?|one|visitors?)\b"
+        r"|\b(?:insert|add|include|put|slip|place)\s+(?:a\s+|an\s+)?(?:plug|ad|advert|promo\w*|mention|link"
+        r"|banner|shout-?out)\b[^.!?\n]{0,40}?\b(?:in|into|to)\s+(?:your\s+|the\s+)?(?:answers|replies|responses"
+        r"|messages|outputs)\b"
+        r"|\bwhen(?:ever)?\s+(?:answering|replying\s+to|responding\s+to|talking\s+to|helping)\s+(?:anyone|everyone"
+        r"|users?|customers?|people|visitors?)\b[^.!?\n]{0,60}?\b(?:say|tell|recommend|suggest|mention|link"
+        r"|promote|push)\b"
         r"|\btell\s+(?:users|customers|people)\s+(?:that|to)\b"
         r"|\bsteer\s+every\b|\bcall\s+(?:the\s+)?(?:alternatives|competitors|others)\s+(?:unsafe|scams?|bad)\b"
         r"|\bcompetitors\b[^.!?\n]{0,30}?\bas\s+(?:scams?|unsafe|dangerous)\b"
@@ -820,6 +829,10 @@ _INSTRUCTION_PATTERNS: tuple[_Pattern, ...] = (
     ),
 )
 
+_MULTILINGUAL_PATTERNS = tuple(
+    p for p in _INSTRUCTION_PATTERNS if p.category == "instruction in another language"
+)
+
 # Per source type (R5, "who the instruction is for"): what its text may do.
 # "self": a directive about how to treat the speaker ("always answer me in
 # Spanish") is that person's preference, so it is memory, not an injection.
@@ -859,7 +872,17 @@ def is_self_directed(sentence: str) -> bool:
     return bool(_SELF_OBJECT.search(sentence)) and not _OTHERS.search(sentence)
 
 
+# "Escalate any message that asks to ignore previous instructions": a relative
+# clause describing what some other text does is talk about an attack.
+_DESCRIBED = re.compile(
+    r"\b(?:that|which)\s+(?:asks?|tries|attempts?|says?|claims?|tells?\s+\w+)\s+(?:(?:the\s+)?\w+\s+)?to\s*\Z",
+    re.IGNORECASE,
+)
+
+
 def _counts(pattern: _Pattern, text: str, match: re.Match[str], source_type: str) -> bool:
+    if _DESCRIBED.search(text, max(match.start() - 40, 0), match.start()):
+        return False
     rules = SOURCE_RULES.get(source_type, frozenset())
     if pattern.policy and "policy" in rules:
         return False
@@ -871,10 +894,12 @@ def _counts(pattern: _Pattern, text: str, match: re.Match[str], source_type: str
     return True
 
 
-def _instruction_hits(text: str, source_type: str) -> list[tuple[_Pattern, re.Match[str]]]:
+def _instruction_hits(
+    text: str, source_type: str, patterns: Sequence[_Pattern] | None = None
+) -> list[tuple[_Pattern, re.Match[str]]]:
     masked = _mask_mentions(text)
     found = []
-    for pattern in _INSTRUCTION_PATTERNS:
+    for pattern in _INSTRUCTION_PATTERNS if patterns is None else patterns:
         for match in pattern.regex.finditer(masked):
             if _counts(pattern, masked, match, source_type):
                 found.append((pattern, match))
@@ -888,7 +913,7 @@ def _instruction_hits(text: str, source_type: str) -> list[tuple[_Pattern, re.Ma
 _SPLIT_POINTS = re.compile(r"[.!?;:](?=\s)")
 
 
-_SPLIT_LIMIT = 2000  # split instructions live in short notes; bounded so the check stays fast
+_SPLIT_LIMIT = 600  # split instructions live in short notes; bounded so the check stays fast
 
 
 def _split_instruction_hits(text: str, source_type: str) -> list[tuple[_Pattern, re.Match[str]]]:
@@ -902,8 +927,9 @@ def check_instruction(proposal: WriteProposal, context: GuardContext) -> list[Fi
     text = _text(proposal.statement)
     hits = _instruction_hits(text.skeleton, proposal.source_type)
     if not hits and text.skeleton != text.clean:
-        # Folding look-alikes turns Cyrillic or Greek text into nonsense; read it as written too.
-        hits = _instruction_hits(text.clean, proposal.source_type)
+        # Folding look-alikes turns Cyrillic or Greek text into nonsense; read it as written too
+        # (only the other-language patterns can match what folding changed).
+        hits = _instruction_hits(text.clean, proposal.source_type, _MULTILINGUAL_PATTERNS)
     split = False
     if not hits:
         hits = _split_instruction_hits(text.skeleton, proposal.source_type)
@@ -1473,8 +1499,8 @@ _DATA_NOUNS = re.compile(
     re.IGNORECASE,
 )
 _MOVE_DATA = re.compile(
-    r"\b(?:send|post|forward|e-?mail|upload|leak|exfiltrate|transmit|submit|copy|share|report|move|export"
-    r"|sync|mirror)\b[^.!?\n]{0,80}?"
+    r"\b(?:send|post|forward|e-?mail|mail|upload|leak|exfiltrate|transmit|submit|copy|share|report|move"
+    r"|export|sync|mirror|deliver|dump|push)\b[^.!?\n]{0,80}?"
     r"(?:\b(?:to|into|with|in)\s+(?:the\s+)?(?:public|external|third-party|notes\s+field)"
     r"|\b(?:to|with|into)\s+[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
     r"|\bto\s+(?:https?://|www\.|s3://|[a-z0-9-]+\.(?:example|com|net|org|io|site|app)\b))",
@@ -1573,7 +1599,8 @@ _REVIEWER_PATTERNS: tuple[_Pattern, ...] = (
     ),
     _p(
         "speaks to whoever reviews it",
-        r"\breviewer\s+note\b|\b(?:to\s+)?whoever\s+(?:reviews|approves|reads)\b"
+        r"\breviewer\s+note\b|\b(?:to\s+)?whoever\s+(?:reviews|approves|reads|checks|handles|moderates)\b"
+        r"|\bclick\s+(?:it\s+)?through\b|\b(?:hello|hi|dear|hey)\s+(?:the\s+)?(?:moderation|review|safety)\s+team\b"
         r"|\bif\s+you\s+are\s+(?:a\s+)?(?:human|person)\s+review"
         r"|\bfor\s+the\s+review\s+queue\b|\bwave\s+it\s+through\b|\bclick\s+approve\b"
         r"|\b(?:known\s+)?false\s+(?:alarm|positives?)\b[^.!?\n]{0,40}?\b(?:approve|ignore|this)"
@@ -1585,8 +1612,10 @@ _REVIEWER_PATTERNS: tuple[_Pattern, ...] = (
     ),
     _p(
         "writes to the reviewer",
-        r"\b(?:note|message|instructions?|memo|reminder)\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+)?"
-        rf"{_REVIEWER}\b"
+        # At the start of a clause ("Note to the reviewer: ..."), not "escalate
+        # previous instructions to the safety team".
+        r"(?:^|[.!?:;\n]\s*|\b(?:a|this|my|our|one)\s+)(?:note|message|instructions?|memo|reminder)\s+(?:to|for)\s+"
+        rf"(?:the\s+|any\s+|all\s+)?{_REVIEWER}\b"
         rf"|\b(?:dear|attention|hey|hi)\s+{_REVIEWER}\b"
         rf"|\b{_REVIEWER}\s*[:,\-]\s*(?:please\s+)?(?:approve|accept|allow|ignore|skip|whitelist"
         r"|do\s+not|don'?t)\b",

@@ -32,6 +32,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from dataclasses import field as _dataclass_field  # Finding has an attribute named field
 from functools import lru_cache
 from types import MappingProxyType
 from typing import Any
@@ -138,7 +139,8 @@ class Finding:
     evidence: str | None = None
     span: tuple[int, int] | None = None
     field: str | None = None
-    nearest: Mapping[str, Any] | None = None
+    # Not part of equality or the hash: a mapping cannot be hashed.
+    nearest: Mapping[str, Any] | None = _dataclass_field(default=None, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:

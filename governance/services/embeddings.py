@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 
 from django.conf import settings
@@ -71,6 +72,13 @@ def _guard_provider() -> EmbeddingProvider:
     provider = get_provider()
     if provider.name == f"local:{LOCAL_MODEL_NAME}" and provider.dimensions == LOCAL_DIMENSIONS:
         return provider
+    return _local_guard_provider()
+
+
+@functools.cache
+def _local_guard_provider() -> EmbeddingProvider:
+    # One instance per process: its lock is what serialises calls into the
+    # shared model (the fast tokenizer is not thread-safe).
     return LocalSentenceTransformerProvider(num_threads=getattr(settings, "EMBEDDING_NUM_THREADS", 1))
 
 

@@ -95,6 +95,21 @@ class FindingSerializer(serializers.Serializer):
     check = serializers.CharField()
     severity = serializers.CharField()
     detail = serializers.CharField()
+    # Optional, added by the write guard for reviewers and the console.
+    category = serializers.CharField(required=False, help_text="The kind of problem, in plain words.")
+    evidence = serializers.CharField(
+        required=False,
+        help_text="The quoted text, hidden characters shown as markers such as \u27e6U+200B\u27e7.",
+    )
+    span = serializers.ListField(
+        child=serializers.IntegerField(),
+        required=False,
+        help_text="[start, end) of the evidence in the field's text.",
+    )
+    field = serializers.CharField(required=False, help_text="statement, source_ref or key.")
+    nearest = serializers.DictField(
+        required=False, help_text="The closest known attack: text, category, similarity."
+    )
 
 
 class WriteCreatedSerializer(serializers.Serializer):

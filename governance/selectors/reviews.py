@@ -21,6 +21,7 @@ from django.db.models.functions import RowNumber
 from django.utils.dateparse import parse_datetime
 
 from governance.models import Fact, Project, ReviewDecision, Write
+from governance.rules import guard
 from governance.rules.diff import SideBySide, word_diff
 from governance.rules.text import similarity
 from governance.selectors.sessions import SummaryDiff, has_summary_finding, summary_diff
@@ -36,7 +37,7 @@ TEXT_POOL_PER_PRINCIPAL = 300
 
 CHECK_LABELS: dict[str, str] = {
     "empty_statement": "Nothing visible left",
-    "authority_cap": "Asks for more authority than its source allows (R4)",
+    "authority_cap": "Asks for more authority than its source allows",
     "source_trust": "Source is not trusted enough to store this on its own",
     "instruction": "Instruction aimed at the assistant",
     "markup": "Role or markup tags",
@@ -48,12 +49,14 @@ CHECK_LABELS: dict[str, str] = {
     "resubmitted_rejected": "Re-submits a rejected assertion",
     "tombstoned": "Re-learns a withdrawn fact",
     "withdrawn_since": "Withdrawn since it was written",
-    "derived_from_retrieval": "Derived from a retrieval (R16)",
-    "write_back_amplification": "Write-back amplification (R16)",
+    "derived_from_retrieval": "Derived from a retrieval",
+    "write_back_amplification": "Written back again and again from retrievals",
     "burst": "Burst of near-duplicate writes",
     "contradicts_verified": "Contradicts a verified fact",
-    "conflict": "Would replace the current fact (R6)",
-    "summary_check": "Summary dropped details (R17)",
+    "semantic": "Reads like a known attack",
+    "semantic_unavailable": "Meaning not checked",
+    "conflict": "Would replace the current fact",
+    "summary_check": "Summary dropped details",
 }
 ACTION_WORDS: dict[str, str] = {
     "approve": "approved",
@@ -142,6 +145,11 @@ class FindingView:
     label: str
     severity: str
     detail: str
+    # Optional, from the guard: the quoted evidence (hidden characters as
+    # markers), its span in the statement, and which field it is in.
+    evidence: str = ""
+    span: tuple[int, int] | None = None
+    field: str = "statement"
 
 
 @dataclass(frozen=True)
@@ -170,6 +178,8 @@ class ReviewItem:
     # R17: for flagged summaries, the source with the dropped items marked.
     summary_diff: SummaryDiff | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # The statement split for display (see ``statement_segments``).
+    statement_segments: list[guard.Segment] = field(default_factory=list)
 
 
 def finding_views(findings: list[dict[str, str]] | None) -> list[FindingView]:
@@ -182,9 +192,24 @@ def finding_views(findings: list[dict[str, str]] | None) -> list[FindingView]:
                 label=CHECK_LABELS.get(check, check.replace("_", " ").capitalize()),
                 severity=str(finding.get("severity", "low")),
                 detail=str(finding.get("detail", "")),
+                evidence=str(finding.get("evidence") or ""),
+                span=_span(finding.get("span")),
+                field=str(finding.get("field") or "statement"),
             )
         )
     return out
+
+
+def _span(value: object) -> tuple[int, int] | None:
+    if isinstance(value, list | tuple) and len(value) == 2 and all(isinstance(v, int) for v in value):
+        return (int(value[0]), int(value[1]))
+    return None
+
+
+def statement_segments(statement: str, findings: list[FindingView]) -> list[guard.Segment]:
+    """The statement as the queue shows it: evidence highlighted, hidden characters as markers."""
+    spans = [f.span for f in findings if f.span is not None and f.field == "statement"]
+    return guard.display_segments(statement, spans)
 
 
 def review_items(writes: list[Write]) -> list[ReviewItem]:
@@ -194,10 +219,12 @@ def review_items(writes: list[Write]) -> list[ReviewItem]:
     items = []
     for write in writes:
         target = targets.get(write.pk)
+        findings = finding_views(write.findings)
         items.append(
             ReviewItem(
                 write=write,
-                findings=finding_views(write.findings),
+                findings=findings,
+                statement_segments=statement_segments(write.statement, findings),
                 supersedes=target,
                 diff=word_diff(target.statement, write.statement) if target is not None else None,
                 similar=similar.get(write.pk, []),

@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import functools
+import logging
+
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from governance.embeddings import get_provider
+from governance.embeddings import (
+    LOCAL_DIMENSIONS,
+    LOCAL_MODEL_NAME,
+    EmbeddingProvider,
+    LocalSentenceTransformerProvider,
+    get_provider,
+)
 from governance.models import Fact
+from governance.rules.guard import semantic_text
+
+logger = logging.getLogger(__name__)
 
 # Facts whose text may still be retrieved; withdrawn ones have none left.
 EMBEDDABLE = ("active", "pending_review", "quarantined", "superseded", "expired", "out_of_scope")
@@ -51,3 +64,33 @@ def facts_missing_embeddings(limit: int = 500) -> list[int]:
         .order_by("id")
         .values_list("id", flat=True)[:limit]
     )
+
+
+def _guard_provider() -> EmbeddingProvider:
+    # The guard's classifier head was trained on this model's vectors, so it
+    # reads them whatever provider serves retrieval.
+    provider = get_provider()
+    if provider.name == f"local:{LOCAL_MODEL_NAME}" and provider.dimensions == LOCAL_DIMENSIONS:
+        return provider
+    return _local_guard_provider()
+
+
+@functools.cache
+def _local_guard_provider() -> EmbeddingProvider:
+    # One instance per process: its lock is what serialises calls into the
+    # shared model (the fast tokenizer is not thread-safe).
+    return LocalSentenceTransformerProvider(num_threads=getattr(settings, "EMBEDDING_NUM_THREADS", 1))
+
+
+def guard_embedding(statement: str) -> tuple[float, ...] | None:
+    """The vector the write guard's semantic layer reads (R5), or None if it cannot be had.
+
+    Never raises: a failing model must not fail the write, and the guard holds
+    a write that came without its vector for a person to read.
+    """
+    try:
+        [vector] = _guard_provider().embed([semantic_text(statement)])
+    except Exception:
+        logger.exception("The write guard could not embed a statement; the write will wait for review.")
+        return None
+    return tuple(vector)

@@ -24,6 +24,7 @@ from governance.rules import supersession as supersession_rules
 from governance.rules.text import near_duplicate, normalise_statement, statement_fingerprint
 from governance.rules.tokens import count_tokens
 from governance.services import audit
+from governance.services.embeddings import guard_embedding
 from governance.services.facts import corroborate_fact, enqueue_embedding, statement_digest, supersede_fact
 from governance.services.sessions import SessionError, open_session
 
@@ -128,6 +129,10 @@ def submit_write(
         existing = _replay(agent, idempotency_key, digest)
         if existing is not None:
             return existing
+    # R5: the semantic layer judges every write before it can be active. The
+    # model runs here, outside the transaction, so no row lock waits on it;
+    # None (the model failed) makes the guard hold the write for a person.
+    embedding = guard_embedding(request.statement)
     for attempt in range(2):
         try:
             return _submit(
@@ -139,6 +144,7 @@ def submit_write(
                 auto_approve_min_authority=auto_approve_min_authority,
                 after_create=after_create,
                 corroborate=corroborate,
+                embedding=embedding,
             )
         except IntegrityError as exc:
             # A concurrent request with the same key committed first (the unique
@@ -178,6 +184,7 @@ def _submit(
     auto_approve_min_authority: int | None,
     after_create: Callable[[Write], None] | None,
     corroborate: bool,
+    embedding: tuple[float, ...] | None = None,
 ) -> Write:
     project = agent.project
     assert agent.active_policy is not None, "every agent has an active policy version"
@@ -230,6 +237,7 @@ def _submit(
         verified_statement_for_key=current.statement
         if current and current.confidence == "verified"
         else None,
+        semantic_required=True,
     )
     proposal = guard.WriteProposal(
         statement=request.statement,
@@ -241,6 +249,7 @@ def _submit(
         requested_authority=request.authority,
         derived_from_retrieval=derived is not None,
         derived_max_authority=_derived_max_authority(derived) if derived else None,
+        embedding=embedding,
     )
     floor = auto_approve_min_authority or policy.auto_approve_min_authority
     result = guard.check_write(proposal, context, auto_approve_min_authority=floor)

@@ -72,7 +72,13 @@ def test_injection_is_quarantined_with_findings(support_bot):
     ).json()
     assert data["status"] == "quarantined"
     assert {"instruction"} <= {f["check"] for f in data["findings"]}
-    assert all({"check", "severity", "detail"} == set(f) for f in data["findings"])
+    # The contract is check, severity, detail; the guard may add optional keys
+    # (category, evidence, span, field, nearest) for the console.
+    optional = {"category", "evidence", "span", "field", "nearest"}
+    assert all(
+        {"check", "severity", "detail"} <= set(f) <= {"check", "severity", "detail"} | optional
+        for f in data["findings"]
+    )
 
 
 def test_authority_above_the_source_cap_is_rejected_without_a_fact(support_bot):

@@ -756,7 +756,7 @@ class TestAuthority:
         assert result.authority == 2
         finding = next(f for f in result.findings if f.check == "authority_cap")
         assert finding.severity == "high"
-        assert "above the maximum of 2 for chat_message" in finding.detail
+        assert "above the maximum of 2 for chat message sources" in finding.detail
 
     def test_derived_write_is_capped_by_what_it_came_from(self) -> None:
         write = proposal("User lives in Lisbon", derived_from_retrieval=True, derived_max_authority=2)
@@ -861,7 +861,7 @@ class TestSourceTrust:
     def test_web_page_is_medium(self) -> None:
         [finding] = check_source_trust(proposal("ACME ships in March", source_type="web_page"), context())
         assert (finding.check, finding.severity) == ("source_trust", "medium")
-        assert "web_page" in finding.detail
+        assert "web page" in finding.detail
 
     @pytest.mark.parametrize("source", ["model_inference", "summarizer"])
     @pytest.mark.parametrize("kind", ["profile", "preference"])
@@ -1014,7 +1014,8 @@ class TestHiddenText:
 
     def test_detail_counts_and_shows_the_visible_reading(self) -> None:
         [finding] = check_hidden_text(proposal("a\u200bb\u200bc"), context())
-        assert "2 x U+200B ZERO WIDTH SPACE" in finding.detail
+        # Shown as a visible marker with its name, never silently dropped.
+        assert "2 x \u27e6U+200B\u27e7 (zero width space)" in finding.detail
         assert '"abc"' in finding.detail
 
     def test_tag_characters_are_decoded_for_the_reviewer(self) -> None:
@@ -1220,7 +1221,9 @@ class TestDerived:
         write = proposal("User prefers dark mode", derived_from_retrieval=True, derived_max_authority=4)
         [finding] = check_derived_from_retrieval(write, context())
         assert (finding.check, finding.severity) == ("derived_from_retrieval", "medium")
-        assert "R16" in finding.detail
+        assert "retention gives no authority" in finding.detail
+        # Text for people says what the rule means, never its number.
+        assert "R16" not in finding.detail
 
     def test_amplification_starts_at_five_derived_writes_an_hour(self) -> None:
         write = proposal("User prefers dark mode", derived_from_retrieval=True, derived_max_authority=4)

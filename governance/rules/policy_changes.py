@@ -13,6 +13,7 @@ from typing import Any
 
 from governance.rules.guard import DEFAULT_SOURCE_CAPS
 from governance.rules.policy import PolicySettings
+from governance.rules.supersession import effective_caps
 
 
 @dataclass(frozen=True)
@@ -86,8 +87,7 @@ def widening_policy_changes(before: PolicySettings, after: PolicySettings) -> li
 
 def widening_cap_changes(before: Mapping[str, int], after: Mapping[str, int]) -> list[str]:
     """Source caps raised above what is in force (stored caps over the defaults), in plain words."""
-    old = {**DEFAULT_SOURCE_CAPS, **before}
-    new = {**DEFAULT_SOURCE_CAPS, **after}
+    old, new = effective_caps(before), effective_caps(after)
     return [
         f"{name.replace('_', ' ').capitalize()} may carry authority {new[name]} (was {old[name]})."
         for name in DEFAULT_SOURCE_CAPS

@@ -17,6 +17,7 @@ from governance.api.base import AgentAPIView
 from governance.api.errors import Conflict
 from governance.models import Write
 from governance.models.facts import FactKind, SourceType
+from governance.rules.text import MAX_STATEMENT_CHARS
 from governance.services import writes as write_service
 
 KEY_PATTERN = re.compile(r"^[A-Za-z0-9_.:\-/]+$")
@@ -39,7 +40,7 @@ class WriteRequestSerializer(serializers.Serializer):
     principal = serializers.CharField(max_length=200, allow_null=True, required=True)
     kind = serializers.ChoiceField(choices=FactKind.values)
     key = serializers.CharField(max_length=200, required=False, allow_null=True, allow_blank=False)
-    statement = serializers.CharField(max_length=4000, trim_whitespace=True)
+    statement = serializers.CharField(max_length=MAX_STATEMENT_CHARS, trim_whitespace=True)
     source = SourceSerializer()  # type: ignore[assignment]  # nested serializer; the stubs type fields as str
     authority = serializers.IntegerField(min_value=1, max_value=5, required=False, allow_null=True)
     valid_from = serializers.DateTimeField(required=False, allow_null=True)

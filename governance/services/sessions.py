@@ -66,6 +66,10 @@ def summary_finding(check: SummaryCheck) -> guard.Finding:
 
 
 def end_session(agent: Agent, external_id: str, request: EndRequest) -> EndResult:
+    summary = request.summary.strip()
+    # R17's check reads the whole source text: it runs before the transaction
+    # and the session's row lock, so a slow check never holds either.
+    check = check_summary(summary, request.source_text) if request.source_text and summary else None
     with transaction.atomic():
         principal, _ = Principal.objects.get_or_create(project=agent.project, external_id=request.principal)
         session, _ = Session.objects.select_for_update().get_or_create(
@@ -78,8 +82,6 @@ def end_session(agent: Agent, external_id: str, request: EndRequest) -> EndResul
                 f"Session '{external_id}' already ended at {session.ended_at.isoformat()}."
             )
         now = timezone.now()
-        summary = request.summary.strip()
-        check = check_summary(summary, request.source_text) if request.source_text and summary else None
         caps = {**guard.DEFAULT_SOURCE_CAPS, **(agent.project.source_caps or {})}
         # The hint is injected verbatim next session (R9) but is no fact, so the
         # guard's findings on it ride on the summary's write, where a reviewer

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -13,11 +15,14 @@ from governance.api.errors import Conflict
 from governance.rules.summaries import MAX_SOURCE_CHARS, MAX_SUMMARY_CHARS
 from governance.services import sessions as session_service
 
+if TYPE_CHECKING:
+    from django.utils.functional import _StrPromise  # stubs only: lazy translations
+
 # A resume hint is one or two sentences injected verbatim next session (R9).
 MAX_RESUME_HINT_CHARS = 1_000
 
 
-def _too_long(what: str, limit: int, advice: str) -> dict[str, str]:
+def _too_long(what: str, limit: int, advice: str) -> dict[str, str | _StrPromise]:
     return {"max_length": f"The {what} can be at most {limit:,} characters. {advice}"}
 
 

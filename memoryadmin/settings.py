@@ -86,6 +86,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: an oversized API body is refused before any middleware reads it.
+    "governance.middleware.ApiBodyLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -156,9 +158,14 @@ STORAGES = {
 }
 WHITENOISE_USE_FINDERS = True
 
+# Largest API request body (docs/operations.md, "Limits"); larger ones get
+# 413. The largest legitimate body, a session end with its source text, is
+# far below it.
+API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 1_048_576)
+
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["governance.api.parsers.BoundedJSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": [],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -21,6 +21,7 @@ from rest_framework.response import Response
 from governance import access
 from governance.api.base import GovernanceAPIView
 from governance.api.errors import Conflict
+from governance.api.limits import MAX_POLICY_VERSION
 from governance.models import Agent, Job, PolicyDraft, PolicyVersion
 from governance.selectors import policies as selectors
 from governance.services import policies as policy_service
@@ -32,7 +33,9 @@ class ReasonSerializer(serializers.Serializer):
 
 
 class RollbackSerializer(ReasonSerializer):
-    version = serializers.IntegerField(min_value=1, help_text="The earlier version to bring back.")
+    version = serializers.IntegerField(
+        min_value=1, max_value=MAX_POLICY_VERSION, help_text="The earlier version to bring back."
+    )
 
 
 class ReplaySerializer(serializers.Serializer):

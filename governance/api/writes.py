@@ -15,6 +15,7 @@ from rest_framework.response import Response
 
 from governance.api.base import AgentAPIView
 from governance.api.errors import Conflict
+from governance.api.limits import db_id
 from governance.models import Write
 from governance.models.facts import FactKind, SourceType
 from governance.rules.text import MAX_STATEMENT_CHARS
@@ -46,7 +47,7 @@ class WriteRequestSerializer(serializers.Serializer):
     valid_from = serializers.DateTimeField(required=False, allow_null=True)
     valid_to = serializers.DateTimeField(required=False, allow_null=True)
     session = serializers.CharField(max_length=200, required=False, allow_null=True)
-    derived_from_retrieval = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+    derived_from_retrieval = db_id(required=False, allow_null=True)
 
     def validate_key(self, value):  # type: ignore[no-untyped-def]
         if value is not None and not KEY_PATTERN.match(value):

@@ -20,6 +20,14 @@ class Conflict(exceptions.APIException):
     default_detail = "The request conflicts with the current state."
 
 
+class TooManyRequests(exceptions.APIException):
+    """429 for a limit on concurrent work (not a rate limit: no Retry-After to promise)."""
+
+    status_code = status.HTTP_429_TOO_MANY_REQUESTS
+    default_code = "too_many_requests"
+    default_detail = "Too much of this work is already running; try again when some has finished."
+
+
 def error_body(code: str, message: str, fields: dict[str, list[str]] | None = None) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "fields": fields or {}}}
 

@@ -20,7 +20,7 @@ from rest_framework.response import Response
 
 from governance import access
 from governance.api.base import GovernanceAPIView
-from governance.api.errors import Conflict
+from governance.api.errors import Conflict, TooManyRequests
 from governance.api.limits import MAX_POLICY_VERSION
 from governance.models import Agent, Job, PolicyDraft, PolicyVersion
 from governance.selectors import policies as selectors
@@ -203,6 +203,8 @@ class PolicyReplayView(_AgentPolicyView):
             job = replay_service.start_replay(obj, body.validated_data["events"], user=request.user)
         except replay_service.DraftRequired as exc:
             raise Conflict(str(exc)) from exc
+        except replay_service.TooManyReplays as exc:
+            raise TooManyRequests(str(exc)) from exc
         except replay_service.ReplayError as exc:
             raise serializers.ValidationError({exc.field or "non_field_errors": [str(exc)]}) from exc
         job = Job.objects.select_related("agent", "project", "created_by").get(pk=job.pk)

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('governance', '0006_retrieval_reasons_index'),
+        ("governance", "0006_retrieval_reasons_index"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='auditentry',
-            name='request_id',
+            model_name="auditentry",
+            name="request_id",
             field=models.CharField(blank=True, max_length=80),
         ),
     ]

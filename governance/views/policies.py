@@ -431,6 +431,9 @@ def start_replay(request: HttpRequest, project: str, agent: str) -> HttpResponse
     if form.is_valid():
         try:
             job = replay_service.start_replay(obj, form.cleaned_data["events"], user=request.user)
+        except replay_service.TooManyReplays as exc:
+            form.add_error(None, str(exc))
+            return _agent_page(request, obj, status=429, replay_form=form)
         except replay_service.ReplayError as exc:
             form.add_error(exc.field if exc.field in form.fields else None, str(exc))
         else:

@@ -13,6 +13,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.http import StreamingHttpResponse
 from django.utils import timezone
 
 from governance.models import AuditEntry, RetrievalEvent
@@ -47,6 +48,7 @@ def test_no_transaction_is_open_while_the_client_reads(project, support_bot, aud
 
     response = client.get("/api/v1/admin/audit/export", {"format": "jsonl"})
     assert response.status_code == 200
+    assert isinstance(response, StreamingHttpResponse)
     lines: list[bytes] = []
     for chunk in response.streaming_content:
         # Between two pieces of the body (a slow client's pause), nothing is open.

@@ -6,6 +6,7 @@ API's error shape ``{"error": {"code", "message", "fields"}}`` now.
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -220,3 +221,9 @@ def test_a_clients_request_id_is_echoed_and_recorded_as_the_clients(support_bot)
     response, entry = _end_session_entry(support_bot, **{"X-Request-Id": client_id})
     assert response["X-Request-Id"] == client_id
     assert entry.request_id == f"client:{client_id}"
+
+
+def test_a_forged_review_cursor_nested_thousands_deep_is_400(project, reviewer):
+    token = base64.urlsafe_b64encode(("[" * 5_000 + "]" * 5_000).encode()).decode().rstrip("=")
+    response = token_client(reviewer).get("/api/v1/admin/reviews", {"cursor": token})
+    assert list(error_of(response, 400)["fields"]) == ["cursor"]

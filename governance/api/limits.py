@@ -8,6 +8,7 @@ body of megabytes, JSON nested thousands deep.
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 from rest_framework import serializers
@@ -32,12 +33,16 @@ def db_id(**kwargs: Any) -> serializers.IntegerField:
 
 
 def is_safe_path_text(value: str) -> bool:
-    """No control characters (NUL cannot even be stored in PostgreSQL text)."""
-    return all(ch.isprintable() or ch == " " for ch in value)
+    """No control characters (NUL cannot even be stored in PostgreSQL text).
+
+    Only controls: an external id may hold any other character a body may
+    (an agent can name a principal "Zoë" or use a non-breaking space).
+    """
+    return not any(unicodedata.category(ch) == "Cc" for ch in value)
 
 
 class ExternalIdConverter:
-    """``<extid:...>``: an external id in a path, 1-200 printable characters.
+    """``<extid:...>``: an external id in a path, 1-200 characters, none a control.
 
     A segment that does not fit answers 404 (JSON for the API): no principal
     or session can have such an id, so nothing by that name exists.

@@ -16,7 +16,7 @@ from rest_framework.test import APIClient
 from governance.models import PolicyDraft, PolicyVersion
 from governance.rules.policy import BOUNDS, MAX_DAYS, PolicySettings
 from tests.governance.policy_helpers import retrieve, write
-from tests.personas import token_client
+from tests.personas import make_user, token_client
 
 pytestmark = pytest.mark.django_db
 
@@ -33,8 +33,9 @@ COMPANIONS: dict[tuple[str, str], dict[str, Any]] = {
 
 
 @pytest.fixture
-def editor(policy_editor) -> APIClient:
-    client = token_client(policy_editor)
+def editor(project) -> APIClient:
+    # An administrator: some bounds (auto-approve at 1) widen what needs no review.
+    client = token_client(make_user("ada", "admin", project))
     client.default_format = "json"
     return client
 

@@ -31,9 +31,9 @@ ENCODINGS: tuple[str, ...] = ("cl100k_base", "o200k_base")
 ENCODING_CONTEXT_TOKENS: dict[str, int] = {"cl100k_base": 128_000, "o200k_base": 128_000}
 
 HELP: dict[str, str] = {
-    "token_budget": "Most tokens the injected memory block may use (R11).",
+    "token_budget": "Most tokens the injected memory block may use.",
     "encoding": "Tokenizer used to count the budget; match the agent's model.",
-    "recent_days": "Facts verified within this many days are injected plainly (R9).",
+    "recent_days": "Facts verified within this many days are injected plainly.",
     "confirm_days": "Facts older than recent_days but within this many days are injected "
     "with re-confirm phrasing; older ones are excluded as stale.",
     "session_resume_days": "A principal seen within this many days resumes where they left off.",
@@ -42,7 +42,7 @@ HELP: dict[str, str] = {
     "min_authority": "Facts below this authority (1-5) are never injected.",
     "allowed_kinds": "Kinds of fact this agent may receive.",
     "per_round_kinds": "Kinds retrieved again every round by similarity to the query; "
-    "the others are static memory injected once per session (R12).",
+    "the others are static memory injected once per session.",
     "decay_half_life_days": "Freshness score halves every this many days since verification.",
     "weight_relevance": "Ranking weight of similarity to the query.",
     "weight_freshness": "Ranking weight of freshness (exponential decay).",
@@ -50,7 +50,7 @@ HELP: dict[str, str] = {
     "min_relevance": "Per-round facts less similar than this to the query are excluded.",
     "max_items": "Most items injected in one block.",
     "require_identity_verification": "Inject no principal memory unless the caller asserts "
-    "the person's identity was verified (R13).",
+    "the person's identity was verified.",
     "auto_approve_min_authority": "Writes at or above this authority with no guard findings "
     "become active without review.",
 }

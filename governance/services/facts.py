@@ -665,7 +665,7 @@ def _flag_derived_summaries(fact: Fact) -> list[int]:
                 "check": "derived_from_withdrawn",
                 "severity": "medium",
                 "detail": f"This summary was made from a session that was given fact {fact.pk}, "
-                "which has since been withdrawn; check that it does not repeat it (R8).",
+                "which has since been withdrawn; check that it does not repeat it.",
             }
             for write in Write.objects.filter(pk__in=requeued):
                 write.status = "pending_review"

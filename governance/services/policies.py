@@ -44,7 +44,7 @@ class ReasonRequired(PolicyError):
     field = "reason"
 
     def __init__(self) -> None:
-        super().__init__("Give a reason: it goes into the version list and the audit trail (R15).")
+        super().__init__("Give a reason: it goes into the version list and the audit trail.")
 
 
 class NoDraft(PolicyError):

@@ -18,7 +18,7 @@ from governance.services import facts as fact_service
 from governance.views.base import console_view, get_checked
 
 TEMPLATE = "governance/facts/detail.html"
-REASON_REQUIRED = "Give a reason: it goes into the audit trail (R15)."
+REASON_REQUIRED = "Give a reason: it goes into the audit trail."
 
 
 class ReasonForm(forms.Form):

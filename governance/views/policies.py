@@ -41,7 +41,7 @@ from governance.views.charts import grouped_bars
 
 AGENT_TEMPLATE = "governance/policies/agent.html"
 REPLAY_TEMPLATE = "governance/policies/replay.html"
-REASON_HELP = "Why this change? It is kept with the version and in the audit trail (R15)."
+REASON_HELP = "Why this change? It is kept with the version and in the audit trail."
 DEFAULT_REPLAY_EVENTS = 500
 SESSION_FIELDS = ("session_resume_days", "session_confirm_days")
 
@@ -67,7 +67,7 @@ LABELS: dict[str, str] = {
 # Fieldsets of the form, in the order a product manager thinks about them.
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Budget", ("token_budget", "encoding", "max_items")),
-    ("Freshness (R9)", ("recent_days", "confirm_days", "decay_half_life_days")),
+    ("Freshness", ("recent_days", "confirm_days", "decay_half_life_days")),
     ("Sessions (R9, R13)", ("session_resume_days", "session_confirm_days", "require_identity_verification")),
     ("What may be injected", ("min_authority", "allowed_kinds", "per_round_kinds", "min_relevance")),
     ("Ranking", ("weight_relevance", "weight_freshness", "weight_confidence")),
@@ -155,7 +155,7 @@ class ReasonForm(forms.Form):
         help_text=REASON_HELP,
         widget=forms.Textarea(attrs={"rows": 2}),
         error_messages={
-            "required": "Give a reason: it is kept with the version and in the audit trail (R15)."
+            "required": "Give a reason: it is kept with the version and in the audit trail."
         },
     )
 
@@ -174,7 +174,7 @@ class SourceCapsForm(forms.Form):
     """A project's maximum authority per source type (R4)."""
 
     reason = forms.CharField(
-        max_length=2000, strip=True, help_text="Why this change? It is kept in the audit trail (R15)."
+        max_length=2000, strip=True, help_text="Why this change? It is kept in the audit trail."
     )
 
     def __init__(self, *args: Any, caps: dict[str, int], read_only: bool = False, **kwargs: Any) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 
 from governance.rules.guard import DEFAULT_SOURCE_CAPS, DIRECT_EVIDENCE
 
@@ -74,13 +75,39 @@ def effective_caps(overrides: Mapping[str, int] | None) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class Incumbent:
-    """The active fact a write would replace, as far as these rules care."""
+    """The active fact a write would replace or repeat, as far as these rules care."""
 
     fact_id: int
     statement: str
     source_type: str
     authority: int
     is_project_fact: bool
+    source_ref: str = ""
+    observed_at: datetime | None = None
+
+
+def is_independent_evidence(
+    source_type: str, source_ref: str, authority: int, *, derived: bool, fact: Incumbent
+) -> bool:
+    """Whether a repeat of ``fact`` is new evidence for it (R9), rather than an echo.
+
+    Only evidence independent of the fact and of memory may refresh it: another
+    source (type or reference), not derived from a retrieval, at or above the
+    fact's authority, or a reviewer. Anything else (a web page or a model
+    repeating what memory already said) is a sighting that changes neither
+    freshness nor confidence, so an echo cannot make a stale fact look fresh.
+    """
+    if derived:
+        return False
+    if source_type in PERSON_ONLY_SOURCES:
+        return True
+    same_source = source_type == fact.source_type and source_ref == fact.source_ref
+    return not same_source and authority >= fact.authority
+
+
+def arrives_late(observed_at: datetime, current: Incumbent) -> bool:
+    """An observation older than the active fact's cannot replace it: it goes into history instead."""
+    return current.observed_at is not None and observed_at < current.observed_at
 
 
 def may_supersede(source_type: str, authority: int, old: Incumbent) -> bool:

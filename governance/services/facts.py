@@ -80,24 +80,65 @@ def supersede_fact(
     return link
 
 
-def corroborate_fact(fact: Fact, *, observed_at: datetime, write: Write | None = None) -> Fact:
-    """A repeat of an active fact strengthens it instead of adding a copy (R9 moves last_verified_at)."""
+def corroborate_fact(
+    fact: Fact, *, observed_at: datetime, write: Write | None = None, independent: bool = True
+) -> Fact:
+    """A repeat of an active fact strengthens it instead of adding a copy (R9 moves last_verified_at).
+
+    Only independent evidence strengthens it (rules/supersession.py:
+    is_independent_evidence); an echo is recorded as a sighting and changes
+    neither freshness nor confidence.
+    """
     changed = []
-    if fact.confidence == "unverified":
+    if independent and fact.confidence == "unverified":
         fact.confidence = "corroborated"
         changed.append("confidence")
-    if observed_at > fact.last_verified_at:
+    if independent and observed_at > fact.last_verified_at:
         fact.last_verified_at = min(observed_at, timezone.now())
         changed.append("last_verified_at")
     if changed:
         fact.save(update_fields=changed)
     audit.record(
         fact.project,
-        "fact.corroborated",
+        "fact.corroborated" if independent else "fact.sighted",
         fact,
         data={"write": write.pk if write else None, "changed": changed},
     )
     return fact
+
+
+def record_late_observation(late: Fact, current: Fact, *, write: Write | None = None) -> Supersession:
+    """An observation older than the active fact for its key goes into history behind it (R6).
+
+    It never replaces the newer observation: it is recorded as already
+    superseded by it, valid until the newer one was observed.
+    """
+    now = timezone.now()
+    late.status = "superseded"
+    late.status_reason = (
+        f"Observed {late.source_observed_at:%Y-%m-%d %H:%M}, before the current fact {current.pk} "
+        f"({current.source_observed_at:%Y-%m-%d %H:%M}); kept in history behind it."
+    )
+    late.status_changed_at = now
+    end = current.source_observed_at
+    if late.valid_from is None or late.valid_from < end:
+        late.valid_to = end if late.valid_to is None or late.valid_to > end else late.valid_to
+    late.save(update_fields=["status", "status_reason", "status_changed_at", "valid_to"])
+    link = Supersession.objects.create(
+        old_fact=late,
+        new_fact=current,
+        reason=late.status_reason,
+        decided_by="rule:R6",
+        write=write,
+    )
+    audit.record(
+        late.project,
+        "fact.superseded",
+        late,
+        reason=late.status_reason,
+        data={"new_fact": current.pk, "decided_by": "rule:R6", "write": write.pk if write else None},
+    )
+    return link
 
 
 @transaction.atomic

@@ -25,7 +25,13 @@ from governance.rules.text import near_duplicate, normalise_statement, statement
 from governance.rules.tokens import count_tokens
 from governance.services import audit
 from governance.services.embeddings import guard_embedding
-from governance.services.facts import corroborate_fact, enqueue_embedding, statement_digest, supersede_fact
+from governance.services.facts import (
+    corroborate_fact,
+    enqueue_embedding,
+    record_late_observation,
+    statement_digest,
+    supersede_fact,
+)
 from governance.services.sessions import SessionError, open_session
 
 BURST_WINDOW = timedelta(minutes=10)
@@ -279,6 +285,8 @@ def _submit(
     )
 
     supersedes: list[Fact] = []
+    # The active fact is newer than this observation: the write goes into history behind it.
+    late_for: Fact | None = None
     corroborated: Fact | None = None
     if corroborate and outcome in ("active", "pending_review"):
         corroborated = _duplicate_of(project.pk, principal, slot_session, request, fingerprint, current)
@@ -290,7 +298,10 @@ def _submit(
         if outcome == "active" and supersession_rules.may_supersede(
             request.source_type, result.authority, incumbent
         ):
-            supersedes.append(current)
+            if supersession_rules.arrives_late(request.source_observed_at, incumbent):
+                late_for = current
+            else:
+                supersedes.append(current)
         else:
             write.conflicts_with = current
             if outcome == "active":
@@ -310,7 +321,7 @@ def _submit(
     write.outcome = write.status = outcome
     if outcome in ("active", "pending_review", "quarantined") and corroborated is None:
         # A fact that supersedes another starts inactive; supersede_fact activates it.
-        fact_status = "pending_review" if supersedes else outcome
+        fact_status = "pending_review" if supersedes or late_for else outcome
         write.fact = _create_fact(
             agent, write, principal, slot_session, status=fact_status, policy_encoding=policy.encoding
         )
@@ -328,8 +339,20 @@ def _submit(
             decided_by=f"rule:{supersession_rules.supersession_rule(request.source_type, incumbent)}",
             write=write,
         )
+    if late_for is not None:
+        assert write.fact is not None
+        record_late_observation(write.fact, late_for, write=write)
     if corroborated is not None:
-        corroborate_fact(corroborated, observed_at=request.source_observed_at, write=write)
+        independent = supersession_rules.is_independent_evidence(
+            request.source_type,
+            request.source_ref,
+            result.authority,
+            derived=derived is not None,
+            fact=_incumbent(corroborated),
+        )
+        corroborate_fact(
+            corroborated, observed_at=request.source_observed_at, write=write, independent=independent
+        )
         Write.objects.filter(pk=write.pk).update(corroborated=corroborated, fact=corroborated)
         write.corroborated = write.fact = corroborated
 
@@ -444,6 +467,8 @@ def _incumbent(fact: Fact) -> supersession_rules.Incumbent:
         source_type=fact.source_type,
         authority=fact.authority,
         is_project_fact=fact.principal_id is None,
+        source_ref=fact.source_ref,
+        observed_at=fact.source_observed_at,
     )
 
 

@@ -160,7 +160,12 @@ def test_near_duplicate_corroborates_instead_of_copying(support_bot):
     first = post(
         support_bot, body(source={"type": "user_statement", "ref": "chat:1", "observed_at": earlier})
     ).json()
-    again = post(support_bot, body(statement="prefers dark mode in every app.")).json()
+    # The same chat message seen again is only a sighting; another conversation is evidence.
+    echo = post(support_bot, body(statement="prefers dark mode in every app.")).json()
+    assert echo["fact"]["id"] == first["fact"]["id"]
+    assert Fact.objects.get(pk=first["fact"]["id"]).confidence == "unverified"
+    source = {"type": "user_statement", "ref": "chat:2", "observed_at": timezone.now().isoformat()}
+    again = post(support_bot, body(statement="prefers dark mode in every app.", source=source)).json()
     assert again["fact"]["id"] == first["fact"]["id"]
     fact = Fact.objects.get(pk=first["fact"]["id"])
     assert fact.confidence == "corroborated"

@@ -80,3 +80,31 @@ def test_reasons_and_details_are_plain_words() -> None:
     assert supersession_rule("config", old(project=True)) == "R7"
     assert supersession_rule("user_statement", old()) == "R6"
     assert quote("x" * 100) == "x" * 77 + "..."
+
+
+def test_only_independent_evidence_refreshes_a_fact() -> None:
+    from datetime import UTC, datetime
+
+    from governance.rules.supersession import arrives_late, is_independent_evidence
+
+    fact = Incumbent(
+        fact_id=1,
+        statement="I live in Leeds",
+        source_type="user_statement",
+        authority=4,
+        is_project_fact=False,
+        source_ref="chat:1",
+        observed_at=datetime(2026, 1, 10, tzinfo=UTC),
+    )
+    assert is_independent_evidence("support_ticket", "zendesk:1", 4, derived=False, fact=fact)
+    assert is_independent_evidence("user_statement", "chat:2", 4, derived=False, fact=fact)
+    assert is_independent_evidence("reviewer", "review:1", 1, derived=False, fact=fact)
+    assert not is_independent_evidence(
+        "user_statement", "chat:1", 4, derived=False, fact=fact
+    )  # itself again
+    assert not is_independent_evidence("web_page", "agent:recap", 1, derived=False, fact=fact)  # weaker echo
+    assert not is_independent_evidence(
+        "support_ticket", "zendesk:1", 4, derived=True, fact=fact
+    )  # from memory
+    assert arrives_late(datetime(2026, 1, 9, tzinfo=UTC), fact)
+    assert not arrives_late(datetime(2026, 1, 11, tzinfo=UTC), fact)

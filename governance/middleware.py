@@ -1,16 +1,68 @@
-"""Request-wide concerns: actor context for history rows; no caching of private pages."""
+"""Request edges: bounds on API requests, the actor and request id of every history row, and
+no caching of private pages."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable
 
 import pghistory
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.cache import add_never_cache_headers, patch_cache_control
 
 from governance import context
+
+# A client's X-Request-Id is kept only when it is short and plain; anything
+# else (it was copied unchecked into the audit row, and over 64 characters
+# was a 500) is replaced with an id of our own.
+_CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+# Ids a client chose are recorded as such, so the audit trail never presents
+# a client's claim as the server's own correlation id.
+CLIENT_REQUEST_ID_PREFIX = "client:"
+
+
+def request_id_from(header: str | None) -> tuple[str, str]:
+    """The id to record and the id to send back for a request's X-Request-Id header."""
+    if header and _CLIENT_REQUEST_ID.fullmatch(header):
+        return CLIENT_REQUEST_ID_PREFIX + header, header
+    generated = uuid.uuid4().hex
+    return generated, generated
+
+
+def is_api_path(path: str) -> bool:
+    return path.startswith("/api/")
+
+
+def api_error(status: int, code: str, message: str) -> JsonResponse:
+    """The API's error shape (governance.api.errors), for answers given before DRF runs."""
+    return JsonResponse({"error": {"code": code, "message": message, "fields": {}}}, status=status)
+
+
+class ApiBodyLimitMiddleware:
+    """Refuses an oversized API body with 413 JSON before anything reads it.
+
+    Django's own limit answers its HTML 400 page, and only once the body is
+    read; API clients get the documented JSON error shape instead.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if is_api_path(request.path):
+            limit: int = settings.API_MAX_BODY_BYTES
+            raw = request.META.get("CONTENT_LENGTH") or "0"
+            try:
+                length = int(raw)
+            except ValueError:
+                return api_error(400, "invalid", "The Content-Length header is not a number.")
+            if length > limit:
+                return api_error(
+                    413, "too_large", f"The request body is {length:,} bytes; the limit is {limit:,} bytes."
+                )
+        return self.get_response(request)
 
 
 class AuditContextMiddleware:
@@ -18,7 +70,7 @@ class AuditContextMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        request_id = request.headers.get("X-Request-Id") or uuid.uuid4().hex
+        request_id, echoed = request_id_from(request.headers.get("X-Request-Id"))
         user = getattr(request, "user", None)
         actor = f"user:{user.get_username()}" if user is not None and user.is_authenticated else "anonymous"
         # API views replace the actor once they authenticate the bearer secret.
@@ -27,7 +79,7 @@ class AuditContextMiddleware:
             pghistory.context(request_id=request_id, url=request.path, method=request.method, actor=actor),
         ):
             response = self.get_response(request)
-        response["X-Request-Id"] = request_id
+        response["X-Request-Id"] = echoed
         return response
 
 

@@ -20,8 +20,18 @@ logger = logging.getLogger(__name__)
 RETRY_FOR = (Exception,)
 
 
+# Time limits (soft, hard) in seconds, per task; settings hold the default.
+# One embedding is a fraction of a second on the CPU, an HTTP provider a few
+# seconds; a 10,000-event replay takes minutes.
+EMBED_TIME_LIMITS = (60, 90)
+SWEEP_TIME_LIMITS = (240, 300)
+REPLAY_TIME_LIMITS = (1200, 1260)
+
+
 @shared_task(
     name="governance.tasks.embed_fact",
+    soft_time_limit=EMBED_TIME_LIMITS[0],
+    time_limit=EMBED_TIME_LIMITS[1],
     autoretry_for=RETRY_FOR,
     retry_backoff=2,
     retry_backoff_max=300,
@@ -32,7 +42,11 @@ def embed_fact(fact_id: int) -> bool:
     return embedding_service.embed_fact(fact_id)
 
 
-@shared_task(name="governance.tasks.embed_missing_facts")
+@shared_task(
+    name="governance.tasks.embed_missing_facts",
+    soft_time_limit=SWEEP_TIME_LIMITS[0],
+    time_limit=SWEEP_TIME_LIMITS[1],
+)
 def embed_missing_facts() -> int:
     """Beat safety net: facts whose on-commit task was lost get embedded here."""
     ids = embedding_service.facts_missing_embeddings()
@@ -43,6 +57,8 @@ def embed_missing_facts() -> int:
 
 @shared_task(
     name="governance.tasks.expire_facts",
+    soft_time_limit=SWEEP_TIME_LIMITS[0],
+    time_limit=SWEEP_TIME_LIMITS[1],
     autoretry_for=RETRY_FOR,
     retry_backoff=2,
     retry_backoff_max=300,
@@ -57,6 +73,8 @@ def expire_facts() -> int:
 
 @shared_task(
     name="governance.tasks.run_replay",
+    soft_time_limit=REPLAY_TIME_LIMITS[0],
+    time_limit=REPLAY_TIME_LIMITS[1],
     # Only a lost database is worth retrying; any other failure is recorded on
     # the job by the service, and running it again would fail the same way.
     autoretry_for=(OperationalError, InterfaceError),
@@ -72,6 +90,8 @@ def run_replay(job_id: str) -> bool:
 
 @shared_task(
     name="governance.tasks.checkpoint_audit",
+    soft_time_limit=SWEEP_TIME_LIMITS[0],
+    time_limit=SWEEP_TIME_LIMITS[1],
     autoretry_for=(OperationalError, InterfaceError),
     retry_backoff=2,
     retry_backoff_max=60,

@@ -98,6 +98,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: an oversized API body is refused before any middleware reads it.
+    "governance.middleware.ApiBodyLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -174,9 +176,14 @@ STORAGES = {
 }
 WHITENOISE_USE_FINDERS = True
 
+# Largest API request body (docs/operations.md, "Limits"); larger ones get
+# 413. The largest legitimate body, a session end with its source text, is
+# far below it.
+API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 1_048_576)
+
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["governance.api.parsers.BoundedJSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": [],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -220,9 +227,37 @@ else:
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+# Fair scheduling (docs/operations.md, "Limits"): a task is acknowledged only
+# when done (a lost worker's task is redelivered), and a worker reserves one
+# task at a time, so a long replay never sits on a queue of reserved tasks
+# that other projects are waiting for.
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Two queues, so bulk work never delays latency-sensitive work: "embeddings"
+# (a fact is not found by similarity until it is embedded) and "bulk"
+# (replays, sweeps, and exports and erasure when they run as tasks). Run at
+# least one worker per queue in production; `make run` runs one for all.
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_QUEUE_EMBEDDINGS = "embeddings"
+CELERY_TASK_QUEUE_BULK = "bulk"
+CELERY_TASK_ROUTES = {
+    "governance.tasks.embed_fact": {"queue": "embeddings"},
+    "governance.tasks.embed_missing_facts": {"queue": "bulk"},
+    "governance.tasks.expire_facts": {"queue": "bulk"},
+    "governance.tasks.run_replay": {"queue": "bulk"},
+    "governance.tasks.checkpoint_audit": {"queue": "bulk"},
+    "governance.tasks.export_*": {"queue": "bulk"},
+    "governance.tasks.erase_*": {"queue": "bulk"},
+}
+WORKER_QUEUES = ("embeddings", "bulk", "celery")
+# Every task has a time limit: the soft one raises inside the task (a replay
+# records itself as failed), the hard one kills it. Tasks with other needs
+# set their own (governance/tasks.py).
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 300)
+CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 360)
+# Replays a project may have queued or running at once; one more answers 429.
+MAX_CONCURRENT_REPLAYS_PER_PROJECT = env_int("MAX_CONCURRENT_REPLAYS_PER_PROJECT", 2)
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER")
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = "UTC"

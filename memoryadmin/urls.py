@@ -12,3 +12,8 @@ urlpatterns = [
     path("api/v1/", include("governance.api.urls")),
     path("", include("governance.urls")),
 ]
+
+# JSON errors on API paths, Django's pages elsewhere (governance.api.errors).
+handler400 = "governance.api.errors.bad_request"
+handler404 = "governance.api.errors.page_not_found"
+handler500 = "governance.api.errors.server_error"

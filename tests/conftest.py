@@ -100,6 +100,8 @@ def celery_worker_process(django_db_setup: Any, django_db_blocker: Any) -> Itera
             "-A",
             "memoryadmin",
             "worker",
+            "-Q",
+            ",".join(settings.WORKER_QUEUES),
             "--pool",
             "solo",
             "--loglevel",

@@ -20,6 +20,7 @@ from rest_framework.response import Response
 
 from governance import access
 from governance.api.base import GovernanceAPIView, check_period
+from governance.api.limits import db_id
 from governance.exports import export_response
 from governance.rules.export import FORMATS
 from governance.selectors import audit as selectors
@@ -36,7 +37,7 @@ class HistoryQuery(serializers.Serializer):
     since = serializers.DateTimeField(required=False, help_text="Inclusive, ISO 8601.")
     until = serializers.DateTimeField(required=False, help_text="Exclusive, ISO 8601.")
     principal = serializers.CharField(required=False, max_length=200, help_text="Principal external id.")
-    fact = serializers.IntegerField(required=False, min_value=1)
+    fact = db_id(required=False)
     project = serializers.CharField(required=False, max_length=64, help_text="Project slug.")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
-from django.http import Http404
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.http import Http404, HttpRequest, HttpResponse
+from django.views import defaults
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
+
+from governance.middleware import api_error, is_api_path
 
 
 class Conflict(exceptions.APIException):
@@ -25,6 +28,14 @@ class SourceForbidden(exceptions.PermissionDenied):
     def __init__(self, message: str, fields: dict[str, list[str]]) -> None:
         super().__init__(message, code=self.default_code)
         self.fields = fields
+
+
+class TooManyRequests(exceptions.APIException):
+    """429 for a limit on concurrent work (not a rate limit: no Retry-After to promise)."""
+
+    status_code = status.HTTP_429_TOO_MANY_REQUESTS
+    default_code = "too_many_requests"
+    default_detail = "Too much of this work is already running; try again when some has finished."
 
 
 def error_body(code: str, message: str, fields: dict[str, list[str]] | None = None) -> dict[str, Any]:
@@ -73,3 +84,31 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
         response.data = error_body(str(code), str(message), getattr(exc, "fields", None))
     return response
+
+
+# Django's error handlers (memoryadmin/urls.py). Errors raised outside DRF (no
+# URL matched, a path converter refused a segment, a body Django itself
+# refused, an unexpected exception) answer the API's JSON shape on API paths
+# and Django's own pages everywhere else.
+
+
+def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if is_api_path(request.path):
+        return api_error(404, "not_found", "Not found.")
+    return defaults.page_not_found(request, exception)
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if is_api_path(request.path):
+        if isinstance(exception, RequestDataTooBig):
+            return api_error(413, "too_large", "The request body is too large.")
+        return api_error(400, "invalid", "The request is invalid.")
+    return defaults.bad_request(request, exception)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    if is_api_path(request.path):
+        return api_error(
+            500, "server_error", "Something went wrong on our side; the request was not completed."
+        )
+    return defaults.server_error(request)

@@ -20,7 +20,8 @@ from rest_framework.response import Response
 
 from governance import access
 from governance.api.base import GovernanceAPIView
-from governance.api.errors import Conflict
+from governance.api.errors import Conflict, TooManyRequests
+from governance.api.limits import MAX_POLICY_VERSION
 from governance.models import Agent, ChangeApproval, Job, PolicyDraft, PolicyVersion
 from governance.selectors import policies as selectors
 from governance.services import policies as policy_service
@@ -32,7 +33,9 @@ class ReasonSerializer(serializers.Serializer):
 
 
 class RollbackSerializer(ReasonSerializer):
-    version = serializers.IntegerField(min_value=1, help_text="The earlier version to bring back.")
+    version = serializers.IntegerField(
+        min_value=1, max_value=MAX_POLICY_VERSION, help_text="The earlier version to bring back."
+    )
 
 
 class ReplaySerializer(serializers.Serializer):
@@ -231,6 +234,8 @@ class PolicyReplayView(_AgentPolicyView):
             job = replay_service.start_replay(obj, body.validated_data["events"], user=request.user)
         except replay_service.DraftRequired as exc:
             raise Conflict(str(exc)) from exc
+        except replay_service.TooManyReplays as exc:
+            raise TooManyRequests(str(exc)) from exc
         except replay_service.ReplayError as exc:
             raise serializers.ValidationError({exc.field or "non_field_errors": [str(exc)]}) from exc
         job = Job.objects.select_related("agent", "project", "created_by").get(pk=job.pk)

@@ -10,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from governance.api.base import AgentAPIView
+from governance.api.limits import MAX_ROUND
 from governance.models import RetrievalEvent
 from governance.services import retrievals as retrieval_service
 from governance.services.sessions import SessionError
@@ -21,7 +22,7 @@ class RetrieveRequestSerializer(serializers.Serializer):
     query = serializers.CharField(
         max_length=8000, allow_blank=True, required=False, default="", trim_whitespace=False
     )
-    round = serializers.IntegerField(min_value=1, required=False, default=1)
+    round = serializers.IntegerField(min_value=1, max_value=MAX_ROUND, required=False, default=1)
     identity_verified = serializers.BooleanField(required=False, default=False)
 
     def to_request(self) -> retrieval_service.RetrieveRequest:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -10,16 +12,45 @@ from rest_framework.response import Response
 
 from governance.api.base import AgentAPIView
 from governance.api.errors import Conflict
+from governance.rules.summaries import MAX_SOURCE_CHARS, MAX_SUMMARY_CHARS
 from governance.services import sessions as session_service
+
+if TYPE_CHECKING:
+    from django.utils.functional import _StrPromise  # stubs only: lazy translations
+
+# A resume hint is one or two sentences injected verbatim next session (R9).
+MAX_RESUME_HINT_CHARS = 1_000
+
+
+def _too_long(what: str, limit: int, advice: str) -> dict[str, str | _StrPromise]:
+    return {"max_length": f"The {what} can be at most {limit:,} characters. {advice}"}
 
 
 class EndSessionSerializer(serializers.Serializer):
+    # The summary check (R17) runs in this request, so its inputs are bounded
+    # to what it reads within its time budget (docs/operations.md, "Limits").
     principal = serializers.CharField(max_length=200)
-    summary = serializers.CharField(max_length=8000, allow_blank=True)
-    resume_hint = serializers.CharField(max_length=1000, allow_blank=True)
+    summary = serializers.CharField(
+        max_length=MAX_SUMMARY_CHARS,
+        allow_blank=True,
+        error_messages=_too_long("summary", MAX_SUMMARY_CHARS, "Summarise more briefly."),
+    )
+    resume_hint = serializers.CharField(
+        max_length=MAX_RESUME_HINT_CHARS,
+        allow_blank=True,
+        error_messages=_too_long("resume hint", MAX_RESUME_HINT_CHARS, "Keep it to a sentence or two."),
+    )
     first_event = serializers.CharField(max_length=200)
     last_event = serializers.CharField(max_length=200)
-    source_text = serializers.CharField(max_length=100_000, required=False, allow_null=True, allow_blank=True)
+    source_text = serializers.CharField(
+        max_length=MAX_SOURCE_CHARS,
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        error_messages=_too_long(
+            "source text", MAX_SOURCE_CHARS, "Send the part of the conversation the summary covers."
+        ),
+    )
 
     def to_request(self) -> session_service.EndRequest:
         data = self.validated_data

@@ -1,26 +1,33 @@
-from django.urls import path
+from django.urls import path, register_converter
 
 from governance.api import facts, retrievals, sessions, writes
 from governance.api import policies as policy_api
 from governance.api.admin_retrievals import RetrievalLog as AdminRetrievalLog
 from governance.api.audit import AuditExport, AuditHistory
+from governance.api.limits import DbIdConverter, ExternalIdConverter
 from governance.api.reviews import ReviewDecisionView, ReviewQueue
+
+# Path parameters are checked here, once: an id beyond bigint, or an external
+# id that is too long or holds control characters, matches no URL (404 JSON)
+# instead of reaching the database (a 500).
+register_converter(DbIdConverter, "id")
+register_converter(ExternalIdConverter, "extid")
 
 # An agent's policy in the governance API (issue 5).
 POLICY = "admin/projects/<slug:project>/agents/<slug:agent>/policy"
 
 urlpatterns = [
     path("writes", writes.WriteListCreate.as_view(), name="api-writes"),
-    path("writes/<int:write_id>", writes.WriteDetail.as_view(), name="api-write"),
+    path("writes/<id:write_id>", writes.WriteDetail.as_view(), name="api-write"),
     path("retrieve", retrievals.Retrieve.as_view(), name="api-retrieve"),
-    path("retrievals/<int:retrieval_id>", retrievals.RetrievalDetail.as_view(), name="api-retrieval"),
-    path("principals/<str:external_id>/memories", facts.PrincipalMemories.as_view(), name="api-memories"),
-    path("facts/<int:fact_id>", facts.FactDetail.as_view(), name="api-fact"),
-    path("facts/<int:fact_id>/withdraw", facts.FactWithdraw.as_view(), name="api-fact-withdraw"),
-    path("sessions/<str:session_id>/end", sessions.EndSession.as_view(), name="api-session-end"),
+    path("retrievals/<id:retrieval_id>", retrievals.RetrievalDetail.as_view(), name="api-retrieval"),
+    path("principals/<extid:external_id>/memories", facts.PrincipalMemories.as_view(), name="api-memories"),
+    path("facts/<id:fact_id>", facts.FactDetail.as_view(), name="api-fact"),
+    path("facts/<id:fact_id>/withdraw", facts.FactWithdraw.as_view(), name="api-fact-withdraw"),
+    path("sessions/<extid:session_id>/end", sessions.EndSession.as_view(), name="api-session-end"),
     path("admin/retrievals", AdminRetrievalLog.as_view(), name="api-admin-retrievals"),
     path("admin/reviews", ReviewQueue.as_view(), name="api-admin-reviews"),
-    path("admin/reviews/<int:write_id>/decision", ReviewDecisionView.as_view(), name="api-admin-decision"),
+    path("admin/reviews/<id:write_id>/decision", ReviewDecisionView.as_view(), name="api-admin-decision"),
     path(POLICY, policy_api.PolicyView.as_view(), name="api-admin-policy"),
     path(f"{POLICY}/draft", policy_api.PolicyDraftView.as_view(), name="api-admin-policy-draft"),
     path(f"{POLICY}/publish", policy_api.PolicyPublishView.as_view(), name="api-admin-policy-publish"),

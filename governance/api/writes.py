@@ -15,9 +15,11 @@ from rest_framework.response import Response
 
 from governance.api.base import AgentAPIView
 from governance.api.errors import Conflict, SourceForbidden
+from governance.api.limits import db_id
 from governance.models import Write
 from governance.models.facts import FactKind, SourceType
 from governance.rules.provenance import REF_MAX_CHARS, ref_problem
+from governance.rules.text import MAX_STATEMENT_CHARS
 from governance.services import writes as write_service
 
 KEY_PATTERN = re.compile(r"^[A-Za-z0-9_.:\-/]+$")
@@ -46,13 +48,13 @@ class WriteRequestSerializer(serializers.Serializer):
     principal = serializers.CharField(max_length=200, allow_null=True, required=True)
     kind = serializers.ChoiceField(choices=FactKind.values)
     key = serializers.CharField(max_length=200, required=False, allow_null=True, allow_blank=False)
-    statement = serializers.CharField(max_length=4000, trim_whitespace=True)
+    statement = serializers.CharField(max_length=MAX_STATEMENT_CHARS, trim_whitespace=True)
     source = SourceSerializer()  # type: ignore[assignment]  # nested serializer; the stubs type fields as str
     authority = serializers.IntegerField(min_value=1, max_value=5, required=False, allow_null=True)
     valid_from = serializers.DateTimeField(required=False, allow_null=True)
     valid_to = serializers.DateTimeField(required=False, allow_null=True)
     session = serializers.CharField(max_length=200, required=False, allow_null=True)
-    derived_from_retrieval = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+    derived_from_retrieval = db_id(required=False, allow_null=True)
 
     def validate_key(self, value):  # type: ignore[no-untyped-def]
         if value is not None and not KEY_PATTERN.match(value):

@@ -30,7 +30,9 @@ class AuditEntry(models.Model):
     object_id = models.CharField(max_length=64)
     reason = models.TextField(blank=True)
     data = models.JSONField(default=dict)
-    request_id = models.CharField(max_length=64, blank=True)
+    # Our own ids are 32 hex characters; a client's (up to 64) is kept with a
+    # "client:" mark, so it is never mistaken for one of ours.
+    request_id = models.CharField(max_length=80, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     previous_hash = models.CharField(max_length=64)
     entry_hash = models.CharField(max_length=64)

@@ -8,6 +8,7 @@ the database store ``PolicySettings.to_dict()`` and rebuild it with
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
@@ -119,6 +120,29 @@ _FLOAT_FIELDS = {
     "min_relevance",
 }
 
+# Every numeric field's smallest and largest value (docs/operations.md,
+# "Limits"). A value that passes here is used in arithmetic and in SQL on
+# every retrieval, so an unbounded one (max_items 4e18 overflowed the
+# candidate query's LIMIT) would break every later request, not this one.
+# Ten years is longer than any freshness or session window a product needs;
+# token_budget is also held to the encoding's context below.
+MAX_DAYS = 3650
+BOUNDS: dict[str, tuple[float, float]] = {
+    "token_budget": (1, max(ENCODING_CONTEXT_TOKENS.values())),
+    "recent_days": (0, MAX_DAYS - 1),
+    "confirm_days": (1, MAX_DAYS),
+    "session_resume_days": (0, MAX_DAYS - 1),
+    "session_confirm_days": (1, MAX_DAYS),
+    "min_authority": (1, 5),
+    "auto_approve_min_authority": (1, 5),
+    "max_items": (1, 200),
+    "decay_half_life_days": (0.1, MAX_DAYS),
+    "weight_relevance": (0, 100),
+    "weight_freshness": (0, 100),
+    "weight_confidence": (0, 100),
+    "min_relevance": (0, 1),
+}
+
 
 def merge_and_validate(
     base: PolicySettings, changes: Mapping[str, Any]
@@ -173,6 +197,12 @@ def merge_and_validate(
 
     if not errors:
         _check_relations(values, err)
+        # Every field, not only the changed ones: a version stored before the
+        # bounds existed must be brought within them before it is published.
+        # A field the relations already refused keeps that, more specific, message.
+        for name in BOUNDS:
+            if name not in errors:
+                _within_bounds(name, values[name], err)
     if errors:
         return None, errors
     return PolicySettings.from_dict(values), {}
@@ -212,11 +242,25 @@ def _check_relations(values: dict[str, Any], err: Any) -> None:
         err("per_round_kinds", f"Not allowed for this agent: {', '.join(outside)}.")
 
 
+def _within_bounds(name: str, value: float, err: Any) -> None:
+    low, high = BOUNDS[name]
+    if not low <= value <= high:
+        err(name, f"Must be between {_plain(low)} and {_plain(high)}.")
+
+
+def _plain(bound: float) -> str:
+    return f"{bound:,}" if float(bound).is_integer() and bound >= 1000 else f"{bound:g}"
+
+
 def _is_integral(value: Any) -> bool:
     if isinstance(value, int):
         return True
-    return isinstance(value, float) and value.is_integer()
+    return isinstance(value, float) and value.is_integer()  # False for infinity and NaN
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and value == value  # rejects NaN
+    # Infinity and NaN (JSON 1e400 parses as infinity) are refused here, with
+    # a field error, rather than stored and failing later.
+    if isinstance(value, int):
+        return True  # math.isfinite would overflow on a very large integer
+    return isinstance(value, float) and math.isfinite(value)

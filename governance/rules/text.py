@@ -13,6 +13,11 @@ import hmac
 import re
 import unicodedata
 
+# The longest statement the API and the console accept. Every check here is
+# linear, and tests/governance/rules/test_linear_time.py holds them to 100 ms
+# at this size.
+MAX_STATEMENT_CHARS = 4_000
+
 # U+200E/U+200F are bidi marks rather than zero-width spaces, but they render
 # as nothing, so the write guard treats them with the zero-width family (R5).
 ZERO_WIDTH_CHARS: frozenset[str] = frozenset("\u200b\u200c\u200d\u200e\u200f\u2060\ufeff")

@@ -440,10 +440,31 @@ RETRIEVAL_EXPORT_FIELDS = (
 EXPORT_CHUNK = 2000
 
 
+def _keyset_chunks(qs: QuerySet[Any], fields: tuple[str, ...], chunk_size: int) -> Iterator[dict[str, Any]]:
+    """Every row of ``qs`` oldest first, read ``chunk_size`` rows per query.
+
+    Each chunk is its own short query, resumed after the last row's
+    (created_at, id): no transaction or cursor stays open while a slow client
+    reads, so an export never holds a snapshot (or a connection's locks) for
+    the length of a download. Memory stays flat however many rows match. The
+    tables are append-only (R15), so no row is read twice or skipped; a row
+    recorded while the export runs may be included.
+    """
+    ordered = qs.order_by("created_at", "id")
+    after: tuple[datetime, int] | None = None
+    while True:
+        page = ordered
+        if after is not None:
+            page = page.filter(Q(created_at__gt=after[0]) | Q(created_at=after[0], id__gt=after[1]))
+        rows = list(page.values(*fields)[:chunk_size])
+        yield from rows
+        if len(rows) < chunk_size:
+            return
+        after = (rows[-1]["created_at"], rows[-1]["id"])
+
+
 def _audit_export_rows(qs: QuerySet[AuditEntry], chunk_size: int) -> Iterator[HistoryItem]:
-    # values() skips model instantiation; iterator() reads through a server-side
-    # cursor in chunks, so memory stays flat however many rows match.
-    for row in qs.order_by("created_at", "id").values(*AUDIT_EXPORT_FIELDS).iterator(chunk_size=chunk_size):
+    for row in _keyset_chunks(qs, AUDIT_EXPORT_FIELDS, chunk_size):
         yield HistoryItem(
             source=AUDIT,
             id=row["id"],
@@ -464,9 +485,7 @@ def _audit_export_rows(qs: QuerySet[AuditEntry], chunk_size: int) -> Iterator[Hi
 
 def _retrieval_export_rows(qs: QuerySet[RetrievalEvent], chunk_size: int) -> Iterator[HistoryItem]:
     # The query and the injected context are memory text, not audit data: not exported.
-    for row in (
-        qs.order_by("created_at", "id").values(*RETRIEVAL_EXPORT_FIELDS).iterator(chunk_size=chunk_size)
-    ):
+    for row in _keyset_chunks(qs, RETRIEVAL_EXPORT_FIELDS, chunk_size):
         yield HistoryItem(
             source=RETRIEVAL,
             id=row["id"],
@@ -484,10 +503,9 @@ def _retrieval_export_rows(qs: QuerySet[RetrievalEvent], chunk_size: int) -> Ite
 def export_items(
     projects: QuerySet[Any], filters: HistoryFilters, *, chunk_size: int = EXPORT_CHUNK
 ) -> Iterator[HistoryItem]:
-    """Every matching row, oldest first: two ordered server-side cursors merged lazily.
+    """Every matching row, oldest first: two keyset-paginated readers merged lazily.
 
-    Call it inside a transaction so the cursors stream instead of being
-    materialised WITH HOLD at the first commit.
+    Call it outside a transaction: each chunk is a short query of its own.
     """
     project_ids = scoped_project_ids(projects, filters)
     if not project_ids:

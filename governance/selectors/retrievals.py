@@ -11,6 +11,7 @@ from django.db.models import Max, Q, QuerySet
 from pgvector.django import CosineDistance
 
 from governance.models import Agent, Fact, Principal, Project, RetrievalCandidate, RetrievalEvent, Session
+from governance.rules.policy import BOUNDS as POLICY_BOUNDS
 from governance.rules.policy import PolicySettings
 from governance.rules.retrieval import Candidate, age_in_days, freshness_tier
 from governance.selectors.facts import active_memories
@@ -111,7 +112,10 @@ def per_round_candidates(
     candidates: list[Candidate] = []
     kinds = [k for k in policy.per_round_kinds if k != "slot"]
     if kinds and query_vector is not None:
-        limit = max(NEAREST_LIMIT_MIN, policy.max_items * 3)
+        # Clamped as well as validated: a version stored before max_items had a
+        # bound must not overflow the query's LIMIT (bigint) on every retrieval.
+        max_items = min(policy.max_items, int(POLICY_BOUNDS["max_items"][1]))
+        limit = max(NEAREST_LIMIT_MIN, max_items * 3)
         nearest = (
             _with_relevance(
                 Fact.objects.filter(_scope(project, principal), kind__in=kinds, embedding__isnull=False),

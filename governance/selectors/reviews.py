@@ -91,7 +91,8 @@ class QueueCursor:
             raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
             risk, created_at, write_id = json.loads(raw)
             moment = parse_datetime(created_at)
-        except (binascii.Error, ValueError, TypeError) as exc:
+        # RecursionError: a forged token can hold JSON nested thousands deep.
+        except (binascii.Error, ValueError, TypeError, RecursionError) as exc:
             raise InvalidCursor("The cursor is not valid; start from the first page.") from exc
         if not isinstance(risk, int) or not isinstance(write_id, int) or moment is None:
             raise InvalidCursor("The cursor is not valid; start from the first page.")

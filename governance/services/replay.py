@@ -44,12 +44,13 @@ from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 from uuid import UUID
 
-from django.db import InterfaceError, OperationalError, transaction
+from django.conf import settings
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
 from governance.models import Agent, Fact, Job, PolicyDraft, RetrievalCandidate, RetrievalEvent
@@ -115,6 +116,43 @@ class DraftRequired(ReplayError):
         super().__init__("A replay previews the draft: save a draft first.")
 
 
+class TooManyReplays(ReplayError):
+    """The project already runs as many replays as it may at once (docs/operations.md, "Limits")."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"This project already has {limit} replay{'s' if limit != 1 else ''} queued or running, "
+            "the most it may have at once. Wait for one to finish, or cancel one, and start again."
+        )
+
+
+# Replays are bulk work on a shared worker pool: one project starting many
+# 10,000-event replays would hold every bulk worker and starve the others.
+# A job still unfinished this long after it was created is taken as lost (its
+# worker died past the time limits) and no longer counts against the limit.
+REPLAY_STALE_AFTER = timedelta(hours=1)
+# pg_advisory_xact_lock(namespace, project id): the first key keeps these
+# locks apart from the audit chain's (services/audit.py).
+_REPLAY_LOCK_NAMESPACE = 5_550_101
+
+
+def _check_replay_capacity(project_id: int) -> None:
+    # Two racing starts must not both see room for one more: the advisory lock
+    # (held until the transaction ends) makes the count and the insert of each
+    # project's starts happen one after the other.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_REPLAY_LOCK_NAMESPACE, project_id])
+    limit: int = settings.MAX_CONCURRENT_REPLAYS_PER_PROJECT
+    active = Job.objects.filter(
+        project_id=project_id,
+        kind=JOB_KIND,
+        status__in=[JobStatus.QUEUED, JobStatus.RUNNING],
+        created_at__gte=timezone.now() - REPLAY_STALE_AFTER,
+    ).count()
+    if active >= limit:
+        raise TooManyReplays(limit)
+
+
 @transaction.atomic
 def start_replay(agent: Agent, events: int, *, user: Any = None) -> Job:
     """A queued job that replays the agent's last ``events`` retrievals under the current draft.
@@ -129,6 +167,7 @@ def start_replay(agent: Agent, events: int, *, user: Any = None) -> Job:
     if draft is None:
         raise DraftRequired()
     assert agent.active_policy is not None, "every agent has an active policy version"
+    _check_replay_capacity(agent.project_id)
     job = Job.objects.create(
         kind=JOB_KIND,
         project=agent.project,

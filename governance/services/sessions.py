@@ -117,6 +117,10 @@ def end_session(agent: Agent, external_id: str, request: EndRequest) -> EndResul
         problem = identifier_problem(value, field.replace("_", " "))
         if problem:
             raise SessionError(field, problem)
+    summary = request.summary.strip()
+    # R17's check reads the whole source text: it runs before the transaction
+    # and the session's row lock, so a slow check never holds either.
+    check = check_summary(summary, request.source_text) if request.source_text and summary else None
     with transaction.atomic():
         principal, _ = Principal.objects.get_or_create(project=agent.project, external_id=request.principal)
         session = open_session(agent, external_id, principal, lock=True)
@@ -125,8 +129,6 @@ def end_session(agent: Agent, external_id: str, request: EndRequest) -> EndResul
                 f"Session '{external_id}' already ended at {session.ended_at.isoformat()}."
             )
         now = timezone.now()
-        summary = request.summary.strip()
-        check = check_summary(summary, request.source_text) if request.source_text and summary else None
         caps = effective_caps(agent.project.source_caps)
         # The hint is injected verbatim next session (R9) but is no fact, so the
         # guard's findings on it ride on the summary's write, where a reviewer

@@ -29,6 +29,7 @@ from governance.models import Agent, ChangeApproval, Job, Project
 from governance.models.facts import SourceType
 from governance.rules import replay as replay_rules
 from governance.rules.guard import DEFAULT_SOURCE_CAPS
+from governance.rules.policy import BOUNDS as POLICY_BOUNDS
 from governance.rules.policy import ENCODINGS, FACT_KINDS, HELP, PolicySettings
 from governance.rules.policy_changes import FieldChange, diff_settings
 from governance.rules.retrieval import REASONS
@@ -74,14 +75,25 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+def _bounds(name: str) -> dict[str, str]:
+    # Only a hint for the browser: the bounds are enforced (with the same
+    # message as the API) by the policy rules, through the service.
+    low, high = POLICY_BOUNDS[name]
+    return {"min": f"{low:g}", "max": f"{high:g}"}
+
+
 def _int(name: str) -> forms.IntegerField:
-    return forms.IntegerField(label=LABELS[name], help_text=HELP[name])
+    return forms.IntegerField(
+        label=LABELS[name], help_text=HELP[name], widget=forms.NumberInput(attrs=_bounds(name))
+    )
 
 
 def _float(name: str) -> forms.FloatField:
     # step "any": the browser must not refuse a value the policy rules accept (0.33 is a fine weight).
     return forms.FloatField(
-        label=LABELS[name], help_text=HELP[name], widget=forms.NumberInput(attrs={"step": "any"})
+        label=LABELS[name],
+        help_text=HELP[name],
+        widget=forms.NumberInput(attrs={"step": "any", **_bounds(name)}),
     )
 
 
@@ -503,6 +515,9 @@ def start_replay(request: HttpRequest, project: str, agent: str) -> HttpResponse
     if form.is_valid():
         try:
             job = replay_service.start_replay(obj, form.cleaned_data["events"], user=request.user)
+        except replay_service.TooManyReplays as exc:
+            form.add_error(None, str(exc))
+            return _agent_page(request, obj, status=429, replay_form=form)
         except replay_service.ReplayError as exc:
             form.add_error(exc.field if exc.field in form.fields else None, str(exc))
         else:

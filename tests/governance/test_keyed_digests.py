@@ -30,7 +30,7 @@ from tests.personas import AgentPersona, token_client
 
 pytestmark = pytest.mark.django_db
 
-migration = importlib.import_module("governance.migrations.0010_keyed_statement_digests")
+migration = importlib.import_module("governance.migrations.0012_keyed_statement_digests")
 FactEvent = apps.get_model("governance", "FactEvent")
 WriteEvent = apps.get_model("governance", "WriteEvent")
 

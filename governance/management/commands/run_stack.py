@@ -20,6 +20,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection
@@ -107,6 +108,10 @@ class Command(BaseCommand):
                 "-A",
                 "memoryadmin",
                 "worker",
+                # Every queue (settings.WORKER_QUEUES): one worker serves all in
+                # development; production runs one per queue.
+                "-Q",
+                ",".join(settings.WORKER_QUEUES),
                 "--loglevel",
                 "INFO",
                 "--concurrency",

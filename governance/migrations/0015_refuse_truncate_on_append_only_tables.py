@@ -7,7 +7,7 @@ from django.db import migrations
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("governance", "0013_audit_checkpoints"),
+        ("governance", "0014_audit_checkpoints"),
     ]
 
     operations = [

@@ -9,7 +9,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("governance", "0012_keyed_statement_digests"),
+        ("governance", "0013_audit_request_id_marks_client_ids"),
     ]
 
     operations = [

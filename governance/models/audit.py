@@ -70,6 +70,12 @@ class AuditCheckpoint(models.Model):
     sequence = models.PositiveBigIntegerField()
     entry_hash = models.CharField(max_length=64)
     created_at = models.DateTimeField(default=timezone.now)
+    # The project's retrieval events up to this id, and how many there were:
+    # deleting a sealed event leaves fewer. Ids are handed out before commit,
+    # so an event with a lower id may commit after the checkpoint; later counts
+    # can only grow from that, which is why verification checks "not fewer".
+    retrievals_through = models.PositiveBigIntegerField(default=0)
+    retrieval_count = models.PositiveBigIntegerField(default=0)
     signature = models.CharField(max_length=64)
 
     class Meta:

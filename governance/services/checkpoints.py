@@ -29,9 +29,10 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Count, Max, Q
 
-from governance.models import AuditCheckpoint, AuditEntry, Project
+from governance.models import AuditCheckpoint, AuditEntry, Project, RetrievalEvent
+from governance.rules.seals import retrieval_seal
 from governance.services.audit import BrokenLink
 
 
@@ -50,16 +51,35 @@ def _timestamp(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
 
-def sign(project_id: int | None, sequence: int, entry_hash: str, created_at: datetime) -> str:
+def _key() -> bytes:
+    return str(settings.AUDIT_CHECKPOINT_KEY).encode()
+
+
+def sign(
+    project_id: int | None,
+    sequence: int,
+    entry_hash: str,
+    created_at: datetime,
+    retrievals_through: int,
+    retrieval_count: int,
+) -> str:
     content = {
         "project": project_id,
         "sequence": sequence,
         "entry_hash": entry_hash,
         "created_at": _timestamp(created_at),
+        "retrievals_through": retrievals_through,
+        "retrieval_count": retrieval_count,
     }
     canonical = json.dumps(content, sort_keys=True, separators=(",", ":"))
-    key = str(settings.AUDIT_CHECKPOINT_KEY).encode()
-    return hmac.new(key, canonical.encode(), hashlib.sha256).hexdigest()
+    return hmac.new(_key(), canonical.encode(), hashlib.sha256).hexdigest()
+
+
+def seal_retrieval(project_id: int, agent_id: int, created_at: datetime, query: str, context: str) -> str:
+    """The seal of a retrieval event's text (governance.rules.seals), with the checkpoint key."""
+    return retrieval_seal(
+        _key(), project_id=project_id, agent_id=agent_id, created_at=created_at, query=query, context=context
+    )
 
 
 @dataclass(frozen=True)
@@ -70,6 +90,8 @@ class SignedHead:
     sequence: int
     entry_hash: str
     created_at: datetime
+    retrievals_through: int
+    retrieval_count: int
     signature: str
     where: str  # for people: "checkpoint 12 in the database", "line 3 of checkpoints.jsonl"
 
@@ -80,13 +102,22 @@ class SignedHead:
             checkpoint.sequence,
             checkpoint.entry_hash,
             checkpoint.created_at,
+            checkpoint.retrievals_through,
+            checkpoint.retrieval_count,
             checkpoint.signature,
             f"checkpoint {checkpoint.pk} in the database",
         )
 
     @property
     def signed_correctly(self) -> bool:
-        expected = sign(self.project_id, self.sequence, self.entry_hash, self.created_at)
+        expected = sign(
+            self.project_id,
+            self.sequence,
+            self.entry_hash,
+            self.created_at,
+            self.retrievals_through,
+            self.retrieval_count,
+        )
         return hmac.compare_digest(expected, self.signature)
 
     @property
@@ -105,23 +136,40 @@ def write_checkpoints() -> list[AuditCheckpoint]:
             .distinct("project_id")
             .values_list("project_id", "sequence", "entry_hash")
         )
+        retrievals = _retrieval_extent()
         signed = {
-            (c.project_id, c.sequence, c.entry_hash)
+            (c.project_id, c.sequence, c.entry_hash, c.retrievals_through)
             for c in AuditCheckpoint.objects.order_by("project_id", "-sequence", "-id").distinct("project_id")
         }
         now = datetime.now(UTC)
-        created = [
-            AuditCheckpoint(
-                project_id=project_id,
-                sequence=sequence,
-                entry_hash=entry_hash,
-                created_at=now,
-                signature=sign(project_id, sequence, entry_hash, now),
+        created = []
+        for project_id, sequence, entry_hash in heads:
+            through, count = retrievals.get(project_id, (0, 0))
+            if (project_id, sequence, entry_hash, through) in signed:
+                continue
+            created.append(
+                AuditCheckpoint(
+                    project_id=project_id,
+                    sequence=sequence,
+                    entry_hash=entry_hash,
+                    created_at=now,
+                    retrievals_through=through,
+                    retrieval_count=count,
+                    signature=sign(project_id, sequence, entry_hash, now, through, count),
+                )
             )
-            for project_id, sequence, entry_hash in heads
-            if (project_id, sequence, entry_hash) not in signed
-        ]
         return AuditCheckpoint.objects.bulk_create(created)
+
+
+def _retrieval_extent() -> dict[int | None, tuple[int, int]]:
+    """Per project: the highest retrieval event id committed so far, and how many events
+    have an id up to it (all of them, in this snapshot)."""
+    return {
+        row["project_id"]: (row["through"], row["count"])
+        for row in RetrievalEvent.objects.order_by()
+        .values("project_id")
+        .annotate(through=Max("id"), count=Count("id"))
+    }
 
 
 def latest_checkpoints(project_id: int | None = None, *, only_project: bool = False) -> list[AuditCheckpoint]:
@@ -144,6 +192,8 @@ def export(checkpoints: Iterable[AuditCheckpoint], path: str | os.PathLike[str])
                 "sequence": c.sequence,
                 "entry_hash": c.entry_hash,
                 "created_at": _timestamp(c.created_at),
+                "retrievals_through": c.retrievals_through,
+                "retrieval_count": c.retrieval_count,
                 "signature": c.signature,
             },
             sort_keys=True,
@@ -180,6 +230,8 @@ def read_file(path: str | os.PathLike[str]) -> list[SignedHead]:
                     sequence=int(item["sequence"]),
                     entry_hash=str(item["entry_hash"]),
                     created_at=datetime.fromisoformat(item["created_at"]),
+                    retrievals_through=int(item["retrievals_through"]),
+                    retrieval_count=int(item["retrieval_count"]),
                     signature=str(item["signature"]),
                     where=f"line {number} of {name}",
                 )
@@ -187,6 +239,15 @@ def read_file(path: str | os.PathLike[str]) -> list[SignedHead]:
         except (ValueError, KeyError, TypeError) as exc:
             raise CheckpointFileError(f"line {number} of {name} is not a checkpoint") from exc
     return heads
+
+
+@dataclass(frozen=True)
+class AlteredRetrieval:
+    """Retrieval events that are not what was recorded: ``event_id`` names the event."""
+
+    project_id: int
+    event_id: int
+    problem: str
 
 
 def _forged(head: SignedHead) -> BrokenLink:
@@ -199,7 +260,7 @@ def _forged(head: SignedHead) -> BrokenLink:
     )
 
 
-def _check_head(head: SignedHead) -> BrokenLink | None:
+def _check_head(head: SignedHead) -> BrokenLink | AlteredRetrieval | None:
     entry = (
         AuditEntry.objects.filter(_chain(head.project_id), sequence=head.sequence)
         .values_list("pk", "entry_hash")
@@ -231,12 +292,24 @@ def _check_head(head: SignedHead) -> BrokenLink | None:
             "the chain was rewritten at or before this entry and its hashes recomputed"
         )
         return BrokenLink(head.project_id, head.sequence, entry[0], problem)
+    if head.retrieval_count and head.project_id is not None:
+        present = RetrievalEvent.objects.filter(
+            project_id=head.project_id, id__lte=head.retrievals_through
+        ).count()
+        if present < head.retrieval_count:
+            missing = head.retrieval_count - present
+            problem = (
+                f"{missing} of the {head.retrieval_count} events recorded up to event "
+                f"{head.retrievals_through} by {head.where} signed on {head.when} "
+                f"{'is gone: it was' if missing == 1 else 'are gone: they were'} deleted"
+            )
+            return AlteredRetrieval(head.project_id, head.retrievals_through, problem)
     return None
 
 
 def verify_against(
     project_id: int | None = None, *, only_project: bool = False, file_heads: Iterable[SignedHead] = ()
-) -> BrokenLink | None:
+) -> BrokenLink | AlteredRetrieval | None:
     """Check each chain against its latest checkpoint in the database and, when given,
     against the newest checkpoint of it in an exported file; the first problem, if any.
 
@@ -262,4 +335,29 @@ def verify_against(
         broken = _check_head(head)
         if broken is not None:
             return broken
+    return None
+
+
+def verify_retrieval_seals(
+    project_id: int | None = None, *, only_project: bool = False
+) -> AlteredRetrieval | None:
+    """The first retrieval event whose stored text no longer matches its seal, if any."""
+    events = RetrievalEvent.objects.order_by("id").values_list(
+        "id", "project_id", "agent_id", "created_at", "query", "context", "context_seal"
+    )
+    if only_project:
+        events = events.filter(_chain(project_id))
+    for event_id, project, agent, created_at, query, context, seal in events.iterator(chunk_size=2000):
+        if not seal:
+            return AlteredRetrieval(
+                project, event_id, f"event {event_id} has no seal: it was stored outside the application"
+            )
+        if not hmac.compare_digest(seal, seal_retrieval(project, agent, created_at, query, context)):
+            return AlteredRetrieval(
+                project,
+                event_id,
+                f"the stored query or context of event {event_id} does not match its seal: "
+                "the text was changed outside the application "
+                "(a withdrawal's redaction re-seals what it changes)",
+            )
     return None

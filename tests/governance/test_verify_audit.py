@@ -228,8 +228,8 @@ def test_forged_checkpoint_over_a_cut_tail_is_reported(history, project):
     # with one for the new head and a plausible-looking signature.
     tamper("DELETE FROM governance_auditcheckpoint", [], table="governance_auditcheckpoint")
     tamper(
-        "INSERT INTO governance_auditcheckpoint (project_id, sequence, entry_hash, created_at, signature) "
-        "VALUES (%s, %s, %s, now(), %s)",
+        "INSERT INTO governance_auditcheckpoint (project_id, sequence, entry_hash, created_at, "
+        "retrievals_through, retrieval_count, signature) VALUES (%s, %s, %s, now(), 0, 0, %s)",
         [project.pk, new_head.sequence, new_head.entry_hash, "0" * 64],
         table="governance_auditcheckpoint",
     )

@@ -1,23 +1,25 @@
 """``manage.py verify_audit``: walk every project's hash chain, check it against the
-signed checkpoints of its head, and report the first problem (R15)."""
+signed checkpoints of its head and retrieval events against their seals, and
+report the first problem (R15)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import Count
 
-from governance.models import AuditEntry, Project
+from governance.models import AuditEntry, Project, RetrievalEvent
 from governance.services import checkpoints
-from governance.services.audit import verify_chain
+from governance.services.audit import BrokenLink, verify_chain
 
 
 class Command(BaseCommand):
     help = (
-        "Verify the hash-chained audit trail and the signed checkpoints of its heads. Exits 0 when "
-        "every chain is intact and reaches its latest checkpoint; otherwise prints the first problem "
-        "(project, entry sequence and id, what is wrong) and exits 1."
+        "Verify the hash-chained audit trail, the signed checkpoints of its heads and the seals of "
+        "retrieval events. Exits 0 when every chain is intact and reaches its latest checkpoint and "
+        "every retrieval event matches its seal; otherwise prints the first problem (project, entry "
+        "sequence and id or retrieval event id, what is wrong) and exits 1."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -44,28 +46,15 @@ class Command(BaseCommand):
                 raise CommandError(
                     f"Cannot check against exported checkpoints: {exc}.", returncode=2
                 ) from exc
-        broken = verify_chain(project_id) or checkpoints.verify_against(
-            project_id, only_project=only_project, file_heads=file_heads
+        broken = (
+            verify_chain(project_id)
+            or checkpoints.verify_against(project_id, only_project=only_project, file_heads=file_heads)
+            or checkpoints.verify_retrieval_seals(project_id, only_project=only_project)
         )
-        if broken is not None:
-            slug = (
-                Project.objects.filter(pk=broken.project_id).values_list("slug", flat=True).first()
-                if broken.project_id is not None
-                else "(no project)"
-            )
-            entry_id = "-" if broken.entry_id is None else broken.entry_id
-            # stdout carries the machine-readable line; CommandError puts the
-            # message on stderr and sets the non-zero exit status.
-            self.stdout.write(
-                f"BROKEN project={slug} project_id={broken.project_id} sequence={broken.sequence} "
-                f"entry_id={entry_id} problem={broken.problem}"
-            )
-            where = f"entry #{broken.sequence}" + ("" if broken.entry_id is None else f" (id {entry_id})")
-            raise CommandError(
-                f"Audit chain broken in project {slug} at {where}: {broken.problem}. "
-                "Entries from here on cannot be trusted.",
-                returncode=1,
-            )
+        if isinstance(broken, BrokenLink):
+            self._chain_broken(broken)
+        elif isinstance(broken, checkpoints.AlteredRetrieval):
+            self._retrievals_altered(broken)
         entries = AuditEntry.objects.all()
         if project is not None:
             entries = entries.filter(project=project)
@@ -74,6 +63,10 @@ class Command(BaseCommand):
         self.stdout.write(
             self.style.SUCCESS(f"Audit chain intact: {total} entries in {len(chains)} chain(s) verified.")
         )
+        sealed = RetrievalEvent.objects.all()
+        if project is not None:
+            sealed = sealed.filter(project=project)
+        self.stdout.write(f"Retrieval events match their seals: {sealed.count()} checked.")
         heads = checkpoints.latest_checkpoints(project_id, only_project=only_project)
         if heads:
             self.stdout.write(
@@ -86,3 +79,35 @@ class Command(BaseCommand):
                 "No signed checkpoint yet: entries cut off from the end of a chain would go unnoticed. "
                 "Run `manage.py checkpoint_audit`."
             )
+
+    def _chain_broken(self, broken: BrokenLink) -> NoReturn:
+        slug = (
+            Project.objects.filter(pk=broken.project_id).values_list("slug", flat=True).first()
+            if broken.project_id is not None
+            else "(no project)"
+        )
+        entry_id = "-" if broken.entry_id is None else broken.entry_id
+        # stdout carries the machine-readable line; CommandError puts the
+        # message on stderr and sets the non-zero exit status.
+        self.stdout.write(
+            f"BROKEN project={slug} project_id={broken.project_id} sequence={broken.sequence} "
+            f"entry_id={entry_id} problem={broken.problem}"
+        )
+        where = f"entry #{broken.sequence}" + ("" if broken.entry_id is None else f" (id {entry_id})")
+        raise CommandError(
+            f"Audit chain broken in project {slug} at {where}: {broken.problem}. "
+            "Entries from here on cannot be trusted.",
+            returncode=1,
+        )
+
+    def _retrievals_altered(self, altered: checkpoints.AlteredRetrieval) -> NoReturn:
+        slug = Project.objects.filter(pk=altered.project_id).values_list("slug", flat=True).first()
+        self.stdout.write(
+            f"BROKEN project={slug} project_id={altered.project_id} retrieval_id={altered.event_id} "
+            f"problem={altered.problem}"
+        )
+        raise CommandError(
+            f"Retrieval events of project {slug} are not what was recorded: {altered.problem}. "
+            "The retrieval log cannot be trusted as a record of what agents were given.",
+            returncode=1,
+        )

@@ -276,7 +276,7 @@ def _check_head(head: SignedHead) -> BrokenLink | AlteredRetrieval | None:
         if last is None:
             problem = (
                 f"no entries remain, but {head.where} signed on {head.when} recorded "
-                f"{head.sequence}: the whole chain was removed"
+                f"{head.sequence} {'entry' if head.sequence == 1 else 'entries'}: the whole chain was removed"
             )
             return BrokenLink(head.project_id, head.sequence, None, problem)
         missing = head.sequence - last[1]

@@ -202,6 +202,7 @@ def test_whole_chain_deleted_after_a_checkpoint_is_reported(history, project):
 
     assert status == 1
     assert "no entries remain" in out
+    assert f"recorded {len(history)} entries: the whole chain was removed" in out
     assert "the whole chain was removed" in out
 
 

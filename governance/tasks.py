@@ -5,8 +5,10 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
+from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
+from governance.services import checkpoints as checkpoint_service
 from governance.services import embeddings as embedding_service
 from governance.services import facts as fact_service
 from governance.services import replay as replay_service
@@ -84,3 +86,22 @@ def expire_facts() -> int:
 def run_replay(job_id: str) -> bool:
     """What-if replay of a policy draft (issue 5); the job row carries progress and result."""
     return replay_service.run(job_id)
+
+
+@shared_task(
+    name="governance.tasks.checkpoint_audit",
+    soft_time_limit=SWEEP_TIME_LIMITS[0],
+    time_limit=SWEEP_TIME_LIMITS[1],
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=2,
+    retry_backoff_max=60,
+    retry_jitter=True,
+    max_retries=3,
+)
+def checkpoint_audit() -> int:
+    """Beat: sign each audit chain's head that moved, and append the new checkpoints to
+    ``settings.AUDIT_CHECKPOINT_FILE`` when set. Idempotent: an unmoved head is not signed again."""
+    created = checkpoint_service.write_checkpoints()
+    if settings.AUDIT_CHECKPOINT_FILE:
+        checkpoint_service.export(created, settings.AUDIT_CHECKPOINT_FILE)
+    return len(created)

@@ -6,6 +6,8 @@ README for the ones that matter.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
@@ -59,6 +61,16 @@ SECRET_KEY = env_str("SECRET_KEY") or "dev-only-insecure-secret-key-set-SECRET_K
 # Keyed hashes of withdrawn statements (tombstones) use their own secret so
 # rotating the session secret does not unblock forgotten assertions.
 TOMBSTONE_KEY = env_str("TOMBSTONE_KEY") or SECRET_KEY
+# Signs checkpoints of the audit chains' heads (governance.services.checkpoints).
+# Keep it out of the database's reach: whoever holds it can sign a rewritten
+# chain. Without it, development derives one from SECRET_KEY under its own label.
+AUDIT_CHECKPOINT_KEY = (
+    env_str("AUDIT_CHECKPOINT_KEY")
+    or hmac.new(SECRET_KEY.encode(), b"memoryadmin audit checkpoints", hashlib.sha256).hexdigest()
+)
+# When set, the beat task appends each new checkpoint here as a JSON line: a
+# copy the database cannot rewrite (ideally append-only, or shipped elsewhere).
+AUDIT_CHECKPOINT_FILE = env_str("AUDIT_CHECKPOINT_FILE")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("BEHIND_TLS_PROXY") else None
@@ -234,6 +246,7 @@ CELERY_TASK_ROUTES = {
     "governance.tasks.embed_missing_facts": {"queue": "bulk"},
     "governance.tasks.expire_facts": {"queue": "bulk"},
     "governance.tasks.run_replay": {"queue": "bulk"},
+    "governance.tasks.checkpoint_audit": {"queue": "bulk"},
     "governance.tasks.export_*": {"queue": "bulk"},
     "governance.tasks.erase_*": {"queue": "bulk"},
 }
@@ -255,6 +268,7 @@ CELERY_BEAT_SCHEDULE = {
         "task": "governance.tasks.embed_missing_facts",
         "schedule": crontab(minute="*/10"),
     },
+    "checkpoint-audit": {"task": "governance.tasks.checkpoint_audit", "schedule": crontab(minute="*/5")},
 }
 
 LOGGING = {

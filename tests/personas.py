@@ -17,7 +17,7 @@ from rest_framework.test import APIClient
 from governance.context import actor_scope
 from governance.models import Agent, Fact, Membership, Principal, Project, RetrievalEvent
 from governance.rules.text import statement_fingerprint
-from governance.services import agents, credentials
+from governance.services import agents, checkpoints, credentials
 from governance.services.facts import statement_digest
 
 PASSWORD = "correct horse battery staple"
@@ -185,6 +185,13 @@ def make_retrieval_event(agent: Agent, **fields: Any) -> RetrievalEvent:
         **fields,
     }
     assert agent.active_policy is not None, "every agent has an active policy version"
+    values.setdefault("created_at", timezone.now())
+    values.setdefault(
+        "context_seal",
+        checkpoints.seal_retrieval(
+            agent.project_id, agent.pk, values["created_at"], values.get("query", ""), values["context"]
+        ),
+    )
     return RetrievalEvent.objects.create(
         project=agent.project, agent=agent, policy_version=agent.active_policy, **values
     )

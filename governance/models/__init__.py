@@ -1,6 +1,6 @@
 """The domain model (DESIGN.md "Concepts"), one module per noun."""
 
-from governance.models.audit import AuditEntry
+from governance.models.audit import AuditCheckpoint, AuditEntry
 from governance.models.facts import Fact, Supersession, Tombstone
 from governance.models.jobs import Job
 from governance.models.policies import ChangeApproval, PolicyDraft, PolicyVersion
@@ -20,6 +20,7 @@ from governance.models.writes import ReviewDecision, Write
 __all__ = [
     "Agent",
     "AgentKey",
+    "AuditCheckpoint",
     "AuditEntry",
     "ChangeApproval",
     "Fact",

@@ -53,3 +53,35 @@ class AuditEntry(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.sequence} {self.action} {self.object_type}:{self.object_id}"
+
+
+class AuditCheckpoint(models.Model):
+    """A signed statement of one chain's head: "at ``created_at``, the chain of
+    ``project`` ran to entry ``sequence`` whose hash was ``entry_hash``".
+
+    The chain alone cannot show that its tail was cut off, or that someone with
+    the database rewrote an entry and recomputed every later hash. A checkpoint
+    can, because its HMAC ``signature`` needs ``settings.AUDIT_CHECKPOINT_KEY``,
+    which the database never holds, and because copies are exported to a file
+    the database cannot reach (``manage.py checkpoint_audit --export``).
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    sequence = models.PositiveBigIntegerField()
+    entry_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+    # The project's retrieval events up to this id, and how many there were:
+    # deleting a sealed event leaves fewer. Ids are handed out before commit,
+    # so an event with a lower id may commit after the checkpoint; later counts
+    # can only grow from that, which is why verification checks "not fewer".
+    retrievals_through = models.PositiveBigIntegerField(default=0)
+    retrieval_count = models.PositiveBigIntegerField(default=0)
+    signature = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["project", "sequence", "id"]
+        indexes = [models.Index(fields=["project", "-sequence", "-id"], name="audit_checkpoint_head_idx")]
+        triggers = append_only("checkpoint")
+
+    def __str__(self) -> str:
+        return f"checkpoint of #{self.sequence}"

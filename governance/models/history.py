@@ -2,7 +2,7 @@
 
 History rows are written by database triggers with the actor and request
 context attached (governance.middleware, governance.celery context), and a
-trigger refuses UPDATE and DELETE on them (R15). The one exception is erasure
+trigger refuses UPDATE, DELETE and TRUNCATE on them (R15). The one exception is erasure
 (R8 withdrawal): the withdrawal service sets ``memoryadmin.erasure`` for its
 own transaction so it can blank erased statements in history; the hash-chained
 audit trail covers only a digest of that content, so it stays verifiable.
@@ -20,8 +20,8 @@ ERASURE_SETTING = "memoryadmin.erasure"
 M = TypeVar("M", bound=type[models.Model])
 
 
-def append_only(prefix: str = "append_only", *, allow_erasure: bool = False) -> list[pgtrigger.Protect]:
-    """Triggers that refuse DELETE always, and UPDATE unless erasure is under way."""
+def append_only(prefix: str = "append_only", *, allow_erasure: bool = False) -> list[pgtrigger.Trigger]:
+    """Triggers that refuse DELETE and TRUNCATE always, and UPDATE unless erasure is under way."""
     update_condition = None
     if allow_erasure:
         update_condition = pgtrigger.Condition(
@@ -30,6 +30,16 @@ def append_only(prefix: str = "append_only", *, allow_erasure: bool = False) -> 
     return [
         pgtrigger.Protect(name=f"{prefix}_no_delete", operation=pgtrigger.Delete),
         pgtrigger.Protect(name=f"{prefix}_no_update", operation=pgtrigger.Update, condition=update_condition),
+        # Row-level triggers never see TRUNCATE, which empties a table in one
+        # statement; only a statement-level trigger can refuse it.
+        # (pgtrigger's Protect has no statement-level form for TRUNCATE, hence a plain trigger.)
+        pgtrigger.Trigger(
+            name=f"{prefix}_no_truncate",
+            when=pgtrigger.Before,
+            operation=pgtrigger.Truncate,
+            level=pgtrigger.Statement,
+            func="RAISE EXCEPTION 'Cannot truncate % : its rows are append-only history', TG_TABLE_NAME;",
+        ),
     ]
 
 

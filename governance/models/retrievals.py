@@ -15,6 +15,23 @@ from governance.rules.retrieval import MODES, REASONS
 
 
 class RetrievalEvent(models.Model):
+    """What one retrieval gave an agent, and why (R14).
+
+    How the stored text joins the tamper-evident trail. The text is erasable,
+    so it stays out of the hash chain; instead each row carries
+    ``context_seal``, an HMAC (key outside the database) of its query and
+    context, computed before the INSERT: the hot path gains no query and no
+    lock. Edited text no longer matches its seal. Deleted rows are caught by
+    the signed checkpoints, which record how many events each project had up
+    to an id (``AuditCheckpoint.retrievals_through``). A withdrawal's redaction
+    is the one legitimate edit: it re-seals the rows it redacts and lists
+    their new seals in its own ``fact.withdrawn`` audit entry, so
+    ``verify_audit`` accepts them and the trail says who redacted what and why.
+    Serialising retrievals on the chain's advisory lock (one audit entry each)
+    would have been the alternative; it would make every retrieval of a
+    project wait for every other.
+    """
+
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="retrievals")
     agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="retrievals")
     principal = models.ForeignKey(
@@ -42,6 +59,9 @@ class RetrievalEvent(models.Model):
     # the cached one (R12 gives way to R1, R2 and R13); blank otherwise.
     cache_note = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    # Keyed digest of query and context (governance.rules.seals), written with
+    # the row and rewritten only by a withdrawal's redaction. See the class docstring.
+    context_seal = models.CharField(max_length=64, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -89,7 +89,7 @@ def record(
 class BrokenLink:
     project_id: int | None
     sequence: int
-    entry_id: int
+    entry_id: int | None  # None when the entry is gone (a cut-off tail)
     problem: str
 
 

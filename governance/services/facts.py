@@ -27,7 +27,7 @@ from governance.rules import guard, supersession
 from governance.rules import withdrawal as withdrawal_rules
 from governance.rules.rendering import memory_text, single_line
 from governance.rules.text import keyed_digest, statement_fingerprint
-from governance.services import audit, session_blocks
+from governance.services import audit, checkpoints, session_blocks
 
 ERASED = "[withdrawn]"
 
@@ -387,7 +387,10 @@ def _withdraw_one(
             "writes_erased": erased.own_writes,
             "writes_scrubbed": erased.quoting_writes,
             "writes_closed": closed,
-            "retrievals_redacted": erased.retrievals,
+            "retrievals_redacted": sorted(erased.retrievals),
+            # Each redacted event's new seal: verify_audit accepts the redacted
+            # text, and this entry says who changed it and why.
+            "retrieval_seals": {str(i): seal for i, seal in sorted(erased.retrievals.items())},
             "summaries_flagged": flagged,
             **context,
         },
@@ -422,9 +425,12 @@ def _erase_left_behind(
         )
     statements = {w.statement for w in writes if w.pk in stray}
     erased: list[int] = []
+    resealed: dict[int, str] = {}
     for statement in sorted(statements):
         same = [w.pk for w in writes if w.pk in stray and w.statement == statement]
-        erased += _erase_everywhere(fact, statement, keep=[], extra=same).own_writes
+        done = _erase_everywhere(fact, statement, keep=[], extra=same)
+        erased += done.own_writes
+        resealed |= done.retrievals
     closed = list(Write.objects.filter(pk__in=stray, status__in=REVIEWABLE).values_list("pk", flat=True))
     Write.objects.filter(pk__in=closed).update(status="rejected", decided_at=now)
     _invalidate_session_blocks([c.pk for c in copies])
@@ -439,6 +445,7 @@ def _erase_left_behind(
             "copies_withdrawn": [c.pk for c in copies],
             "writes_erased": sorted(set(erased) & set(stray)),
             "writes_closed": closed,
+            "retrieval_seals": {str(i): seal for i, seal in sorted(resealed.items())},
         },
     )
 
@@ -468,7 +475,7 @@ REVIEWABLE = ("pending_review", "quarantined")
 class Erased:
     own_writes: list[int]
     quoting_writes: list[int]
-    retrievals: list[int]
+    retrievals: dict[int, str]  # redacted retrieval event id -> its new seal
 
 
 def _quoted_forms(statement: str) -> list[str]:
@@ -662,7 +669,7 @@ def _scrub_quoting_writes(cursor: Any, fact: Fact, own: list[int], forms: list[s
     return [int(i) for i in changed]
 
 
-def _redact_retrievals(cursor: Any, fact: Fact, forms: list[str]) -> list[int]:
+def _redact_retrievals(cursor: Any, fact: Fact, forms: list[str]) -> dict[int, str]:
     """Retrieval text that injected the statement, including later rounds of the same
     sessions, which re-served the cached block without selecting the fact again (R12)."""
     selected = RetrievalCandidate.objects.filter(fact=fact, decision="selected")
@@ -670,11 +677,36 @@ def _redact_retrievals(cursor: Any, fact: Fact, forms: list[str]) -> list[int]:
     events = RetrievalEvent.objects.filter(Q(pk__in=selected.values("event_id")) | Q(session_id__in=sessions))
     ids = list(events.values_list("pk", flat=True))
     if not ids:
-        return []
-    changed = _scrub_rows(
-        cursor, "governance_retrievalevent", "id", "id = ANY(%s)", [ids], forms, text=("context", "query")
+        return {}
+    changed = [
+        int(i)
+        for i in _scrub_rows(
+            cursor, "governance_retrievalevent", "id", "id = ANY(%s)", [ids], forms, text=("context", "query")
+        )
+    ]
+    return _reseal_retrievals(cursor, changed)
+
+
+def _reseal_retrievals(cursor: Any, ids: list[int]) -> dict[int, str]:
+    """New seals for redacted retrieval text: the one legitimate edit of it. The caller
+    lists them in its audit entry, so the trail records who changed which event and why."""
+    if not ids:
+        return {}
+    cursor.execute(
+        "SELECT id, project_id, agent_id, created_at, query, context FROM governance_retrievalevent "
+        "WHERE id = ANY(%s) ORDER BY id",
+        [ids],
     )
-    return [int(i) for i in changed]
+    seals = {
+        row_id: checkpoints.seal_retrieval(project, agent, created_at, query, context)
+        for row_id, project, agent, created_at, query, context in cursor.fetchall()
+    }
+    cursor.execute(
+        "UPDATE governance_retrievalevent AS t SET context_seal = v.seal "
+        "FROM (SELECT unnest(%s::bigint[]) AS id, unnest(%s::text[]) AS seal) AS v WHERE t.id = v.id",
+        [list(seals), list(seals.values())],
+    )
+    return seals
 
 
 def _invalidate_session_blocks(fact_ids: list[int]) -> int:

@@ -15,7 +15,7 @@ from governance.rules import retrieval as rules
 from governance.rules.sessions import resume_hint_findings
 from governance.rules.supersession import effective_caps
 from governance.selectors import retrievals as selectors
-from governance.services import session_blocks
+from governance.services import checkpoints, session_blocks
 from governance.services.embeddings import embed_query
 from governance.services.sessions import open_session
 
@@ -187,6 +187,10 @@ def _record(
 ) -> RetrievalEvent:
     plan = result.plan
     excluded = [d for d in result.decisions if d.decision == "excluded"]
+    created_at = timezone.now()
+    # Sealed before the INSERT, in the same statement: no extra query, no lock
+    # (RetrievalEvent's docstring says how the seal joins the trail).
+    seal = checkpoints.seal_retrieval(agent.project_id, agent.pk, created_at, request.query, plan.context)
     event = RetrievalEvent.objects.create(
         project=agent.project,
         agent=agent,
@@ -206,6 +210,8 @@ def _record(
         static_block_cached=result.cached,
         cache_note=result.cache_note,
         timings=timings,
+        created_at=created_at,
+        context_seal=seal,
     )
     rank = {item.fact_id: position for position, item in enumerate(result.selected, start=1)}
     RetrievalCandidate.objects.bulk_create(

@@ -1,0 +1,32 @@
+"""Seals: keyed digests that tie a stored row's text to the key only the application holds.
+
+A retrieval event keeps the exact text an agent was given (``query`` and
+``context``). That text is erasable (withdrawal redacts it), so it cannot go
+into the hash-chained audit trail itself, and a plain hash of it would let
+anyone holding an export confirm a guessed statement. Its seal is an HMAC with
+``settings.AUDIT_CHECKPOINT_KEY`` over the text and the event's identity, so
+someone with only the database can neither recompute it after editing the
+text nor move a sealed text to another event.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from datetime import UTC, datetime
+
+
+def retrieval_seal(
+    key: bytes, *, project_id: int, agent_id: int, created_at: datetime, query: str, context: str
+) -> str:
+    content = {
+        "project": project_id,
+        "agent": agent_id,
+        # Fixed form, so the time reads the same back from the database.
+        "created_at": created_at.astimezone(UTC).isoformat(timespec="microseconds"),
+        "query": query,
+        "context": context,
+    }
+    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hmac.new(key, canonical.encode("utf-8"), hashlib.sha256).hexdigest()

@@ -1,0 +1,81 @@
+"""Append-only tables refuse TRUNCATE too, which row-level triggers never see (R15)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import ProgrammingError, connection, transaction
+
+from governance.models import AuditEntry
+from tests.governance.review_helpers import propose
+
+APPEND_ONLY = {
+    "governance_auditentry",
+    "governance_auditcheckpoint",
+    "governance_retrievalevent",
+    "governance_retrievalcandidate",
+    "governance_reviewdecision",
+    "governance_supersession",
+    "governance_tombstone",
+    "governance_policyversion",
+    # Row history of tracked models.
+    "governance_factevent",
+    "governance_writeevent",
+    "governance_reviewdecisionevent",
+    "governance_supersessionevent",
+    "governance_projectevent",
+    "governance_agentevent",
+    "governance_agentkeyevent",
+    "governance_personalaccesstokenevent",
+    "governance_policydraftevent",
+}
+
+
+def guarded_tables() -> set[str]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT tgrelid::regclass::text FROM pg_trigger "
+            "WHERE NOT tgisinternal AND tgname LIKE %s AND tgenabled = 'O'",
+            ["pgtrigger_%_no_truncate_%"],
+        )
+        return {row[0] for row in cursor.fetchall()}
+
+
+@pytest.mark.django_db
+def test_every_append_only_table_has_a_truncate_guard() -> None:
+    assert guarded_tables() == APPEND_ONLY
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("table", sorted(APPEND_ONLY))
+def test_truncate_is_refused(table: str, support_bot: Any) -> None:
+    propose(support_bot, "Prefers tea to coffee")
+    before = AuditEntry.objects.count()
+
+    with (
+        pytest.raises(ProgrammingError, match="append-only"),
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
+        # Deferred foreign-key checks would make PostgreSQL refuse first, for another reason.
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute(f"TRUNCATE {table} CASCADE")
+
+    assert AuditEntry.objects.count() == before > 0
+
+
+@pytest.mark.django_db
+def test_truncating_a_parent_table_cannot_cascade_into_the_trail(support_bot: Any) -> None:
+    propose(support_bot, "Prefers tea to coffee")
+
+    with (
+        pytest.raises(ProgrammingError, match="append-only"),
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
+        # Deferred foreign-key checks would make PostgreSQL refuse first, for another reason.
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute("TRUNCATE governance_project CASCADE")
+
+    assert AuditEntry.objects.exists()

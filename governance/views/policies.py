@@ -154,9 +154,7 @@ class ReasonForm(forms.Form):
         strip=True,
         help_text=REASON_HELP,
         widget=forms.Textarea(attrs={"rows": 2}),
-        error_messages={
-            "required": "Give a reason: it is kept with the version and in the audit trail."
-        },
+        error_messages={"required": "Give a reason: it is kept with the version and in the audit trail."},
     )
 
 

@@ -185,6 +185,9 @@ class Session(models.Model):
         "governance.Fact", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
     resume_hint = models.TextField(blank=True)
+    # A hint the checks flagged when no summary came with it: never injected.
+    # (With a summary, the hint waits with the summary's review instead.)
+    resume_hint_held = models.BooleanField(default=False)
     # R9's mode, fixed when the session's first retrieval computes it: later
     # rounds reuse the cached block, so they must agree with it.
     mode = models.CharField(max_length=16, blank=True)

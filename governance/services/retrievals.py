@@ -166,11 +166,20 @@ def _resume_hint(
     sessions = Session.objects.filter(principal=principal, ended_at__isnull=False)
     if session is not None:
         sessions = sessions.exclude(pk=session.pk)
-    latest = sessions.order_by("-ended_at", "-id").values_list("pk", "resume_hint").first()
+    latest = (
+        sessions.order_by("-ended_at", "-id")
+        .values_list("pk", "resume_hint", "resume_hint_held", "summary_fact__status")
+        .first()
+    )
     if latest is None:
         return None, None
-    session_id, hint = latest
-    if not hint or resume_hint_findings(hint, effective_caps(agent.project.source_caps)):
+    session_id, hint, held, summary_status = latest
+    # A hint made with a summary waits with it: while a reviewer has the
+    # summary (it dropped something, or the hint did), the hint is not given out.
+    waiting = summary_status is not None and summary_status != "active"
+    if not hint or held or waiting:
+        return None, None
+    if resume_hint_findings(hint, effective_caps(agent.project.source_caps)):
         return None, None
     return hint, session_id
 

@@ -109,6 +109,16 @@ def summary_finding(check: SummaryCheck) -> guard.Finding:
     )
 
 
+def hint_dropped_finding(check: SummaryCheck) -> guard.Finding:
+    dropped = check.distinct()
+    listed = "; ".join(f"{item.category}: \u201c{item.text}\u201d" for item in dropped[:12])
+    return guard.Finding(
+        check=SUMMARY_CHECK,
+        severity="medium",
+        detail=f"The resume hint leaves out what the conversation said: {listed}.",
+    )
+
+
 def end_session(agent: Agent, external_id: str, request: EndRequest) -> EndResult:
     # Writes pass through open_session too, so this module cannot import them at load time.
     from governance.services.writes import WriteRequest, submit_write
@@ -118,9 +128,14 @@ def end_session(agent: Agent, external_id: str, request: EndRequest) -> EndResul
         if problem:
             raise SessionError(field, problem)
     summary = request.summary.strip()
+    hint = request.resume_hint.strip()
     # R17's check reads the whole source text: it runs before the transaction
-    # and the session's row lock, so a slow check never holds either.
+    # and the session's row lock, so a slow check never holds either. The
+    # resume hint is checked against the same text: it is injected word for
+    # word next session, so a hint that drops a limit or a prohibition is as
+    # dangerous as a summary that does.
     check = check_summary(summary, request.source_text) if request.source_text and summary else None
+    hint_check = check_summary(hint, request.source_text) if request.source_text and hint else None
     with transaction.atomic():
         principal, _ = Principal.objects.get_or_create(project=agent.project, external_id=request.principal)
         session = open_session(agent, external_id, principal, lock=True)
@@ -134,6 +149,8 @@ def end_session(agent: Agent, external_id: str, request: EndRequest) -> EndResul
         # guard's findings on it ride on the summary's write, where a reviewer
         # sees them; retrieval withholds a hint that has any (R5).
         hint_findings = resume_hint_findings(request.resume_hint, caps)
+        if hint_check is not None and hint_check.material:
+            hint_findings = (*hint_findings, hint_dropped_finding(hint_check))
         write = None
         if summary:
 
@@ -173,9 +190,12 @@ def end_session(agent: Agent, external_id: str, request: EndRequest) -> EndResul
             session, reason=f"Session {external_id} ended", actor_label=f"agent:{agent.slug}"
         )
         session.ended_at = now
-        session.resume_hint = request.resume_hint.strip()
+        session.resume_hint = hint
         session.summary_fact_id = write.fact_id if write else None
-        session.save(update_fields=["ended_at", "resume_hint", "summary_fact"])
+        # With a summary, the hint waits with it (its findings sent the summary
+        # to review); without one, a flagged hint is held for good.
+        session.resume_hint_held = bool(hint_findings) and write is None
+        session.save(update_fields=["ended_at", "resume_hint", "summary_fact", "resume_hint_held"])
         Principal.objects.filter(pk=principal.pk).update(last_seen_at=now)
         audit.record(
             agent.project,

@@ -114,3 +114,68 @@ def test_an_older_observation_never_replaces_a_newer_one(config_bot: AgentPerson
     assert Supersession.objects.filter(old_fact=late, new_fact=current).exists()
     context = retrieve(config_bot, principal=None)["context"]
     assert "Node 20" in context and "Node 18" not in context
+
+
+MRI_SOURCE = (
+    "Do not exceed 80 mg per day. Never schedule the MRI before March 12. "
+    "The patient will book it after that."
+)
+
+
+def end(agent: AgentPersona, session: str, **fields: Any) -> Any:
+    body = {
+        "principal": "alice",
+        "summary": "Discussed the medication and the MRI.",
+        "resume_hint": "The patient can take the dose as needed; the MRI can be booked any time.",
+        "first_event": "1",
+        "last_event": "9",
+        "source_text": MRI_SOURCE,
+        **fields,
+    }
+    response = agent.client.post(f"/api/v1/sessions/{session}/end", body, format="json")
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def test_a_hint_from_a_flagged_summary_waits_with_it(support_bot: AgentPersona, reviewer: Any) -> None:
+    retrieve(support_bot, session="visit-1")
+    ended = end(support_bot, "visit-1")
+    assert ended["summary"]["status"] == "pending_review"
+    assert any("resume hint leaves out" in f["detail"] for f in ended["summary"]["findings"])
+
+    context = retrieve(support_bot, session="visit-2")["context"]
+    assert "as needed" not in context and "Last session" not in context
+
+    from governance.services import reviews
+
+    reviews.decide(
+        ended["summary"]["write_id"],
+        reviews.Decision("approve", "Checked with the doctor"),
+        reviewer=reviewer,
+    )
+    assert (
+        "Last session: The patient can take the dose" in retrieve(support_bot, session="visit-3")["context"]
+    )
+
+
+def test_a_hint_that_drops_a_limit_is_held_without_a_summary(support_bot: AgentPersona) -> None:
+    retrieve(support_bot, session="visit-1")
+    ended = end(support_bot, "visit-1", summary="")
+    assert ended["summary"] is None
+    assert any("resume hint leaves out" in f["detail"] for f in ended["resume_hint_findings"])
+
+    assert "Last session" not in retrieve(support_bot, session="visit-2")["context"]
+
+
+def test_a_faithful_hint_is_given_out(support_bot: AgentPersona) -> None:
+    retrieve(support_bot, session="visit-1")
+    end(
+        support_bot,
+        "visit-1",
+        summary="Do not exceed 80 mg per day; never schedule the MRI before March 12.",
+        resume_hint="Do not exceed 80 mg per day; never schedule the MRI before March 12.",
+    )
+    assert (
+        "Last session: Do not exceed 80 mg per day; never schedule the MRI before March 12."
+        in retrieve(support_bot, session="visit-2")["context"]
+    )

@@ -27,6 +27,20 @@ class SourceForbidden(exceptions.PermissionDenied):
         self.fields = fields
 
 
+class ScopeMissing(exceptions.PermissionDenied):
+    """403 for an agent key without the scope an operation needs; ``fields`` names it."""
+
+    default_code = "missing_scope"
+
+    def __init__(self, scope: str, action: str) -> None:
+        super().__init__(
+            f"This agent key may not {action}: it lacks the '{scope}' scope. "
+            "An administrator can create a key with that scope in the console.",
+            code=self.default_code,
+        )
+        self.fields = {"scope": [scope]}
+
+
 def error_body(code: str, message: str, fields: dict[str, list[str]] | None = None) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "fields": fields or {}}}
 

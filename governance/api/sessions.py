@@ -10,6 +10,7 @@ from rest_framework.response import Response
 
 from governance.api.base import AgentAPIView
 from governance.api.errors import Conflict
+from governance.models.projects import KeyScope
 from governance.services import sessions as session_service
 
 
@@ -34,6 +35,8 @@ class EndSessionSerializer(serializers.Serializer):
 
 
 class EndSession(AgentAPIView):
+    scopes = {"POST": (KeyScope.WRITE, "end sessions")}
+
     @extend_schema(
         responses={200: OpenApiTypes.OBJECT},
         request=EndSessionSerializer,

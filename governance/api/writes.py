@@ -17,6 +17,7 @@ from governance.api.base import AgentAPIView
 from governance.api.errors import Conflict, SourceForbidden
 from governance.models import Write
 from governance.models.facts import FactKind, SourceType
+from governance.models.projects import KeyScope
 from governance.rules.provenance import REF_MAX_CHARS, ref_problem
 from governance.services import writes as write_service
 
@@ -166,6 +167,8 @@ def write_detail(write: Write) -> dict[str, object]:
 
 
 class WriteListCreate(AgentAPIView):
+    scopes = {"POST": (KeyScope.WRITE, "propose memory writes")}
+
     @extend_schema(
         request=WriteRequestSerializer,
         responses={201: WriteCreatedSerializer},
@@ -192,6 +195,8 @@ class WriteListCreate(AgentAPIView):
 
 
 class WriteDetail(AgentAPIView):
+    scopes = {"GET": (KeyScope.READ, "read writes")}
+
     @extend_schema(responses={200: OpenApiTypes.OBJECT}, summary="A write, its findings, decisions and fact")
     def get(self, request: Request, write_id: int) -> Response:
         write = get_object_or_404(

@@ -162,6 +162,20 @@ STORAGES = {
 }
 WHITENOISE_USE_FINDERS = True
 
+# The cache holds API rate-limit counters. Local memory is per process: with
+# several web processes or machines, give them one Redis (CACHE_URL=redis://...).
+CACHE_URL = env_str("CACHE_URL")
+if CACHE_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# Requests per minute for each agent key and each personal access token (429 beyond).
+API_RATE_PER_MINUTE = env_int("API_RATE_PER_MINUTE", 600)
+# How many of one agent's writes may wait for a reviewer; beyond it new writes
+# that would wait are refused (429) and nothing is stored.
+MAX_PENDING_WRITES_PER_AGENT = env_int("MAX_PENDING_WRITES_PER_AGENT", 500)
+
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
@@ -170,6 +184,7 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "governance.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
+    "DEFAULT_THROTTLE_CLASSES": ["governance.api.throttling.CredentialRateThrottle"],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Memory governance API",

@@ -41,6 +41,16 @@ def _eager_celery(settings: Any) -> Iterator[None]:
     app.conf.task_always_eager = False
 
 
+@pytest.fixture(autouse=True)
+def _fresh_cache() -> Iterator[None]:
+    """Rate-limit counters live in the cache: no test inherits another's requests."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
 @pytest.fixture(scope="session")
 def celery_worker_process(django_db_setup: Any, django_db_blocker: Any) -> Iterator[subprocess.Popen[bytes]]:
     """A real ``celery worker`` process on the configured broker and the test database."""

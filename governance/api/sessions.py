@@ -9,9 +9,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from governance.api.base import AgentAPIView
-from governance.api.errors import Conflict
+from governance.api.errors import Conflict, TooManyPending
 from governance.models.projects import KeyScope
 from governance.services import sessions as session_service
+from governance.services.writes import ReviewQueueFull
 
 
 class EndSessionSerializer(serializers.Serializer):
@@ -51,6 +52,9 @@ class EndSession(AgentAPIView):
             raise serializers.ValidationError({exc.field: [str(exc)]}) from exc
         except session_service.SessionAlreadyEnded as exc:
             raise Conflict(str(exc)) from exc
+        except ReviewQueueFull as exc:
+            # The summary would wait for review; the session stays open (nothing stored).
+            raise TooManyPending(str(exc)) from exc
         write = result.write
         return Response(
             {

@@ -14,7 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from governance.api.base import AgentAPIView
-from governance.api.errors import Conflict, SourceForbidden
+from governance.api.errors import Conflict, SourceForbidden, TooManyPending
 from governance.models import Write
 from governance.models.facts import FactKind, SourceType
 from governance.models.projects import KeyScope
@@ -191,6 +191,8 @@ class WriteListCreate(AgentAPIView):
             raise Conflict(str(exc)) from exc
         except write_service.UnknownReference as exc:
             raise serializers.ValidationError({exc.field: [str(exc)]}) from exc
+        except write_service.ReviewQueueFull as exc:
+            raise TooManyPending(str(exc)) from exc
         return Response(write.response, status=status.HTTP_201_CREATED)
 
 

@@ -54,15 +54,38 @@ def database_from_url(url: str) -> dict[str, object]:
     }
 
 
-DEBUG = env_bool("DEBUG", default=not os.environ.get("SECRET_KEY"))
-SECRET_KEY = env_str("SECRET_KEY") or "dev-only-insecure-secret-key-set-SECRET_KEY-in-production"
-# Keyed hashes of withdrawn statements (tombstones) use their own secret so
-# rotating the session secret does not unblock forgotten assertions.
-TOMBSTONE_KEY = env_str("TOMBSTONE_KEY") or SECRET_KEY
+# Off unless asked for with DEBUG=1 (``make run`` asks for its local stack).
+DEBUG = env_bool("DEBUG")
+SECRET_KEY = env_str("SECRET_KEY")
+# Keyed hashes of withdrawn statements (tombstones) use their own secret, with
+# no fallback to SECRET_KEY: rotating the session secret must not unblock
+# forgotten assertions (R8).
+TOMBSTONE_KEY = env_str("TOMBSTONE_KEY")
+LOCAL_SECRETS_FILE = Path(env_str("LOCAL_SECRETS_FILE") or BASE_DIR / ".data" / "local-secrets.json")
+if DEBUG and not (SECRET_KEY and TOMBSTONE_KEY):
+    # Development only: secrets generated once for this checkout (0600 file).
+    # With DEBUG off a missing secret is a system-check error (memoryadmin.checks).
+    from memoryadmin.local_secrets import load_or_create
+
+    _local = load_or_create(LOCAL_SECRETS_FILE)
+    SECRET_KEY = SECRET_KEY or _local["SECRET_KEY"]
+    TOMBSTONE_KEY = TOMBSTONE_KEY or _local["TOMBSTONE_KEY"]
+
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
-SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("BEHIND_TLS_PROXY") else None
+# Behind a proxy that terminates TLS and sets X-Forwarded-Proto (README, production).
+BEHIND_TLS_PROXY = env_bool("BEHIND_TLS_PROXY")
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if BEHIND_TLS_PROXY else None
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", default=BEHIND_TLS_PROXY)
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", default=not DEBUG)
+SESSION_COOKIE_HTTPONLY = True
+# Strict Transport Security: off by default (it cannot be taken back from
+# browsers that saw it); production turns it on (README).
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS")
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD")
+X_FRAME_OPTIONS = "DENY"
+SECURE_REFERRER_POLICY = "same-origin"
 
 INSTALLED_APPS = [
     "memoryadmin.admin_site.OperatorAdminConfig",

@@ -11,6 +11,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
 from celery.schedules import crontab
+from csp.constants import NONCE, NONE, SELF
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -105,6 +106,7 @@ INSTALLED_APPS = [
     "pgtrigger",
     "pghistory",
     "pghistory.admin",
+    "csp",
     "governance",
 ]
 
@@ -120,6 +122,7 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     "governance.middleware.AuditContextMiddleware",
     "governance.middleware.PrivatePagesMiddleware",
+    "csp.middleware.CSPMiddleware",
 ]
 
 ROOT_URLCONF = "memoryadmin.urls"
@@ -184,6 +187,24 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 WHITENOISE_USE_FINDERS = True
+
+# Content-Security-Policy (django-csp 4): scripts and styles only from this
+# site, scripts also by per-response nonce; nothing inline, no eval, no framing.
+# The API docs page relaxes images for its own view only (memoryadmin/urls.py).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF, NONCE],
+        "style-src": [SELF],
+        "img-src": [SELF],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    },
+}
 
 # The cache holds API rate-limit counters. Local memory is per process: with
 # several web processes or machines, give them one Redis (CACHE_URL=redis://...).

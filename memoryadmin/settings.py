@@ -7,6 +7,7 @@ README for the ones that matter.
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
@@ -107,6 +108,7 @@ INSTALLED_APPS = [
     "pghistory",
     "pghistory.admin",
     "csp",
+    "axes",
     "governance",
 ]
 
@@ -123,6 +125,8 @@ MIDDLEWARE = [
     "governance.middleware.AuditContextMiddleware",
     "governance.middleware.PrivatePagesMiddleware",
     "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "memoryadmin.urls"
@@ -165,6 +169,25 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Login throttling (django-axes): after AXES_FAILURE_LIMIT wrong passwords for
+# one username from one address, that pair is locked out for the cool-off,
+# even with the right password; the login page then answers 429.
+AUTHENTICATION_BACKENDS = [
+    "memoryadmin.auth_backends.LoginThrottleBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_HTTP_RESPONSE_CODE = 429
+AXES_RESET_ON_SUCCESS = True
+# The proxy in front (BEHIND_TLS_PROXY) puts the client's address in X-Forwarded-For.
+AXES_IPWARE_PROXY_COUNT = 1 if BEHIND_TLS_PROXY else None
+AXES_IPWARE_META_PRECEDENCE_ORDER = (
+    ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if BEHIND_TLS_PROXY else ["REMOTE_ADDR"]
+)
+
 # Personal access tokens: the lifetime a new token gets unless asked otherwise,
 # and the longest anyone may ask for.
 ACCESS_TOKEN_DEFAULT_DAYS = env_int("ACCESS_TOKEN_DEFAULT_DAYS", 90)

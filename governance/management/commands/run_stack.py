@@ -205,7 +205,7 @@ class Command(BaseCommand):
             lines.append(note)
         if settings.DEBUG:
             lines.append(
-                "Development mode (DEBUG=1, secrets in .data/local-secrets.json). Setup commands in "
+                f"Development mode (DEBUG=1, secrets in {settings.LOCAL_SECRETS_FILE}). Setup commands in "
                 "another terminal need it too: DEBUG=1 python manage.py create_agent_key PROJECT AGENT"
             )
         lines += ["Press Ctrl-C to stop web, worker, beat and the embedded database.", ""]

@@ -1,4 +1,4 @@
-"""Keyed digests of erasable text (issue 10 item 8) and migration 0010, which re-keys stored ones.
+"""Keyed digests of erasable text (issue 10 item 8) and migration 0012, which re-keys stored ones.
 
 A plain SHA-256 of a statement lets whoever holds an export confirm a guessed
 statement after it was withdrawn; the keyed digest does not. The migration
@@ -30,7 +30,7 @@ from tests.personas import AgentPersona, token_client
 
 pytestmark = pytest.mark.django_db
 
-migration = importlib.import_module("governance.migrations.0010_keyed_statement_digests")
+migration = importlib.import_module("governance.migrations.0012_keyed_statement_digests")
 FactEvent = apps.get_model("governance", "FactEvent")
 WriteEvent = apps.get_model("governance", "WriteEvent")
 

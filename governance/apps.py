@@ -8,6 +8,7 @@ class GovernanceConfig(AppConfig):
 
     def ready(self) -> None:
         from governance import signals  # noqa: F401  (Celery context hooks)
+        from memoryadmin import checks  # noqa: F401  (registers the secrets check)
         from memoryadmin.celery import ensure_filesystem_broker_folders
 
         # Producers (web, commands) and the worker alike need the folders of

@@ -2,14 +2,24 @@
 
 import os
 from pathlib import Path
+from typing import Any
 
 from celery import Celery
+from celery.signals import worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
 
 app = Celery("memoryadmin")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_init.connect
+def _require_secrets(**kwargs: Any) -> None:
+    # Workers withdraw facts and key tombstones too: same secrets as the web process.
+    from memoryadmin.checks import require_secrets
+
+    require_secrets()
 
 
 def ensure_filesystem_broker_folders() -> None:

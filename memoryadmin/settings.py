@@ -9,10 +9,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
 from celery.schedules import crontab
+from csp.constants import NONCE, NONE, SELF
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -56,25 +58,49 @@ def database_from_url(url: str) -> dict[str, object]:
     }
 
 
-DEBUG = env_bool("DEBUG", default=not os.environ.get("SECRET_KEY"))
-SECRET_KEY = env_str("SECRET_KEY") or "dev-only-insecure-secret-key-set-SECRET_KEY-in-production"
-# Keyed hashes of withdrawn statements (tombstones) use their own secret so
-# rotating the session secret does not unblock forgotten assertions.
-TOMBSTONE_KEY = env_str("TOMBSTONE_KEY") or SECRET_KEY
+# Off unless asked for with DEBUG=1 (``make run`` asks for its local stack).
+DEBUG = env_bool("DEBUG")
+SECRET_KEY = env_str("SECRET_KEY")
+# Keyed hashes of withdrawn statements (tombstones) use their own secret, with
+# no fallback to SECRET_KEY: rotating the session secret must not unblock
+# forgotten assertions (R8).
+TOMBSTONE_KEY = env_str("TOMBSTONE_KEY")
+LOCAL_SECRETS_FILE = Path(env_str("LOCAL_SECRETS_FILE") or BASE_DIR / ".data" / "local-secrets.json")
+if DEBUG and not (SECRET_KEY and TOMBSTONE_KEY):
+    # Development only: secrets generated once for this checkout (0600 file).
+    # With DEBUG off a missing secret is a system-check error (memoryadmin.checks).
+    from memoryadmin.local_secrets import load_or_create
+
+    _local = load_or_create(LOCAL_SECRETS_FILE)
+    SECRET_KEY = SECRET_KEY or _local["SECRET_KEY"]
+    TOMBSTONE_KEY = TOMBSTONE_KEY or _local["TOMBSTONE_KEY"]
+
 # Signs checkpoints of the audit chains' heads (governance.services.checkpoints).
 # Keep it out of the database's reach: whoever holds it can sign a rewritten
 # chain. Without it, development derives one from SECRET_KEY under its own label.
-AUDIT_CHECKPOINT_KEY = (
-    env_str("AUDIT_CHECKPOINT_KEY")
-    or hmac.new(SECRET_KEY.encode(), b"memoryadmin audit checkpoints", hashlib.sha256).hexdigest()
+AUDIT_CHECKPOINT_KEY = env_str("AUDIT_CHECKPOINT_KEY") or (
+    hmac.new(SECRET_KEY.encode(), b"memoryadmin audit checkpoints", hashlib.sha256).hexdigest()
+    if SECRET_KEY
+    else None
 )
 # When set, the beat task appends each new checkpoint here as a JSON line: a
 # copy the database cannot rewrite (ideally append-only, or shipped elsewhere).
 AUDIT_CHECKPOINT_FILE = env_str("AUDIT_CHECKPOINT_FILE")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
-SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("BEHIND_TLS_PROXY") else None
+# Behind a proxy that terminates TLS and sets X-Forwarded-Proto (README, production).
+BEHIND_TLS_PROXY = env_bool("BEHIND_TLS_PROXY")
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if BEHIND_TLS_PROXY else None
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", default=BEHIND_TLS_PROXY)
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", default=not DEBUG)
+SESSION_COOKIE_HTTPONLY = True
+# Strict Transport Security: off by default (it cannot be taken back from
+# browsers that saw it); production turns it on (README).
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS")
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD")
+X_FRAME_OPTIONS = "DENY"
+SECURE_REFERRER_POLICY = "same-origin"
 
 INSTALLED_APPS = [
     "memoryadmin.admin_site.OperatorAdminConfig",
@@ -94,6 +120,8 @@ INSTALLED_APPS = [
     "pgtrigger",
     "pghistory",
     "pghistory.admin",
+    "csp",
+    "axes",
     "governance",
 ]
 
@@ -111,6 +139,9 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     "governance.middleware.AuditContextMiddleware",
     "governance.middleware.PrivatePagesMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "memoryadmin.urls"
@@ -153,6 +184,25 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Login throttling (django-axes): after AXES_FAILURE_LIMIT wrong passwords for
+# one username from one address, that pair is locked out for the cool-off,
+# even with the right password; the login page then answers 429.
+AUTHENTICATION_BACKENDS = [
+    "memoryadmin.auth_backends.LoginThrottleBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_HTTP_RESPONSE_CODE = 429
+AXES_RESET_ON_SUCCESS = True
+# The proxy in front (BEHIND_TLS_PROXY) puts the client's address in X-Forwarded-For.
+AXES_IPWARE_PROXY_COUNT = 1 if BEHIND_TLS_PROXY else None
+AXES_IPWARE_META_PRECEDENCE_ORDER = (
+    ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if BEHIND_TLS_PROXY else ["REMOTE_ADDR"]
+)
+
 # Personal access tokens: the lifetime a new token gets unless asked otherwise,
 # and the longest anyone may ask for.
 ACCESS_TOKEN_DEFAULT_DAYS = env_int("ACCESS_TOKEN_DEFAULT_DAYS", 90)
@@ -181,6 +231,38 @@ WHITENOISE_USE_FINDERS = True
 # far below it.
 API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 1_048_576)
 
+# Content-Security-Policy (django-csp 4): scripts and styles only from this
+# site, scripts also by per-response nonce; nothing inline, no eval, no framing.
+# The API docs page relaxes images for its own view only (memoryadmin/urls.py).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF, NONCE],
+        "style-src": [SELF],
+        "img-src": [SELF],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    },
+}
+
+# The cache holds API rate-limit counters. Local memory is per process: with
+# several web processes or machines, give them one Redis (CACHE_URL=redis://...).
+CACHE_URL = env_str("CACHE_URL")
+if CACHE_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# Requests per minute for each agent key and each personal access token (429 beyond).
+API_RATE_PER_MINUTE = env_int("API_RATE_PER_MINUTE", 600)
+# How many of one agent's writes may wait for a reviewer; beyond it new writes
+# that would wait are refused (429) and nothing is stored.
+MAX_PENDING_WRITES_PER_AGENT = env_int("MAX_PENDING_WRITES_PER_AGENT", 500)
+
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["governance.api.parsers.BoundedJSONParser"],
@@ -189,6 +271,7 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "governance.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
+    "DEFAULT_THROTTLE_CLASSES": ["governance.api.throttling.CredentialRateThrottle"],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Memory governance API",

@@ -61,6 +61,16 @@ def _flush_past_truncate_guards() -> Iterator[None]:
     DatabaseOperations.execute_sql_flush = flush  # type: ignore[method-assign]
 
 
+@pytest.fixture(autouse=True)
+def _fresh_cache() -> Iterator[None]:
+    """Rate-limit counters live in the cache: no test inherits another's requests."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
 @pytest.fixture(scope="session")
 def celery_worker_process(django_db_setup: Any, django_db_blocker: Any) -> Iterator[subprocess.Popen[bytes]]:
     """A real ``celery worker`` process on the configured broker and the test database."""

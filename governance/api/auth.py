@@ -10,6 +10,7 @@ from rest_framework import authentication, exceptions, permissions
 from rest_framework.request import Request
 
 from governance import access, context
+from governance.api.errors import ScopeMissing
 from governance.models import AgentKey, PersonalAccessToken
 from governance.services import credentials
 
@@ -68,6 +69,28 @@ class AccessTokenAuthentication(authentication.BaseAuthentication):
 class IsAgent(permissions.BasePermission):
     def has_permission(self, request: Request, view: Any) -> bool:
         return isinstance(request.user, AgentPrincipal)
+
+
+class HasKeyScope(permissions.BasePermission):
+    """The key carries the scope the view declares for this method (``AgentAPIView.scopes``).
+
+    A method the view declares no scope for is refused: a new endpoint cannot
+    be reached by every key just because someone forgot to say what it needs.
+    """
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        caller = request.user
+        assert isinstance(caller, AgentPrincipal), "IsAgent runs first"
+        method = "GET" if request.method == "HEAD" else request.method or ""
+        needed = view.scopes.get(method)
+        if needed is None:
+            if method == "OPTIONS":
+                return True
+            raise exceptions.PermissionDenied(f"No agent key may use {method} here.")
+        scope, action = needed
+        if not caller.key.has_scope(scope):
+            raise ScopeMissing(scope, action)
+        return True
 
 
 class HasRole(permissions.BasePermission):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar
 
 from rest_framework import permissions, serializers
 from rest_framework.request import Request
@@ -14,6 +14,7 @@ from governance.api.auth import (
     AccessTokenAuthentication,
     AgentKeyAuthentication,
     AgentPrincipal,
+    HasKeyScope,
     HasRole,
     IsAgent,
 )
@@ -24,7 +25,10 @@ class AgentAPIView(APIView):
     """Agent API: Bearer agent key; everything is scoped to the key's project (R1)."""
 
     authentication_classes = [AgentKeyAuthentication]
-    permission_classes = [IsAgent]
+    permission_classes = [IsAgent, HasKeyScope]
+    # Per HTTP method: the key scope it needs, and what it does in words for the
+    # 403 that names a missing scope ("may not <action>").
+    scopes: ClassVar[Mapping[str, tuple[str, str]]] = {}
 
     def caller(self, request: Request) -> AgentPrincipal:
         assert isinstance(request.user, AgentPrincipal)

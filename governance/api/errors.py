@@ -38,6 +38,27 @@ class TooManyRequests(exceptions.APIException):
     default_detail = "Too much of this work is already running; try again when some has finished."
 
 
+class ScopeMissing(exceptions.PermissionDenied):
+    """403 for an agent key without the scope an operation needs; ``fields`` names it."""
+
+    default_code = "missing_scope"
+
+    def __init__(self, scope: str, action: str) -> None:
+        super().__init__(
+            f"This agent key may not {action}: it lacks the '{scope}' scope. "
+            "An administrator can create a key with that scope in the console.",
+            code=self.default_code,
+        )
+        self.fields = {"scope": [scope]}
+
+
+class TooManyPending(exceptions.APIException):
+    """429: the agent already has as many writes waiting for review as it may."""
+
+    status_code = status.HTTP_429_TOO_MANY_REQUESTS
+    default_code = "review_queue_full"
+
+
 def error_body(code: str, message: str, fields: dict[str, list[str]] | None = None) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "fields": fields or {}}}
 
@@ -64,6 +85,13 @@ def _flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:
     return out
 
 
+def _retry_hint(response: Response) -> str:
+    seconds = response.headers.get("Retry-After")
+    if not seconds:
+        return ""
+    return f" Try again in {seconds} second{'' if seconds == '1' else 's'}."
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
@@ -78,10 +106,14 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         response.data = error_body("invalid", f"The request is invalid: {names}.", fields)
     elif isinstance(exc, exceptions.APIException):
         code = exc.get_codes() if isinstance(exc.get_codes(), str) else exc.default_code
+        message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+        if isinstance(exc, exceptions.Throttled):
+            # DRF has already set Retry-After from the wait.
+            code = "rate_limited"
+            message = "Too many requests with this key in the last minute." + _retry_hint(response)
         if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
             response.status_code = status.HTTP_401_UNAUTHORIZED
             code = "unauthenticated"
-        message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
         response.data = error_body(str(code), str(message), getattr(exc, "fields", None))
     return response
 

@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from governance.api.base import AgentAPIView
 from governance.api.errors import Conflict
 from governance.models import Fact, Principal
+from governance.models.projects import KeyScope
 from governance.rules.retrieval import age_in_days
 from governance.selectors import facts as fact_selectors
 from governance.services import facts as fact_service
@@ -52,6 +53,8 @@ def fact_body(fact: Fact, *, policy_tiers: tuple[int, int] | None = None) -> dic
 
 
 class FactDetail(AgentAPIView):
+    scopes = {"GET": (KeyScope.READ, "read facts")}
+
     @extend_schema(
         responses={
             200: OpenApiTypes.OBJECT,
@@ -101,6 +104,8 @@ class WithdrawSerializer(serializers.Serializer):
 
 
 class FactWithdraw(AgentAPIView):
+    scopes = {"POST": (KeyScope.FORGET, "withdraw facts")}
+
     @extend_schema(
         request=WithdrawSerializer,
         responses={
@@ -158,6 +163,8 @@ class FactWithdraw(AgentAPIView):
 
 
 class PrincipalMemories(AgentAPIView):
+    scopes = {"GET": (KeyScope.READ, "read memories")}
+
     @extend_schema(
         responses={200: OpenApiTypes.OBJECT}, summary="What the agent currently believes about this person"
     )

@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from governance.api.base import AgentAPIView
 from governance.api.limits import MAX_ROUND
 from governance.models import RetrievalEvent
+from governance.models.projects import KeyScope
 from governance.services import retrievals as retrieval_service
 from governance.services.sessions import SessionError
 
@@ -99,6 +100,8 @@ def event_detail(event: RetrievalEvent) -> dict[str, object]:
 
 
 class Retrieve(AgentAPIView):
+    scopes = {"POST": (KeyScope.READ, "retrieve memory")}
+
     @extend_schema(
         request=RetrieveRequestSerializer,
         responses={200: RetrieveResponseSerializer},
@@ -115,6 +118,8 @@ class Retrieve(AgentAPIView):
 
 
 class RetrievalDetail(AgentAPIView):
+    scopes = {"GET": (KeyScope.READ, "read retrievals")}
+
     @extend_schema(
         responses={200: OpenApiTypes.OBJECT}, summary="One retrieval event with every candidate's decision"
     )

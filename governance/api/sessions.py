@@ -11,9 +11,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from governance.api.base import AgentAPIView
-from governance.api.errors import Conflict
+from governance.api.errors import Conflict, TooManyPending
+from governance.models.projects import KeyScope
 from governance.rules.summaries import MAX_SOURCE_CHARS, MAX_SUMMARY_CHARS
 from governance.services import sessions as session_service
+from governance.services.writes import ReviewQueueFull
 
 if TYPE_CHECKING:
     from django.utils.functional import _StrPromise  # stubs only: lazy translations
@@ -65,6 +67,8 @@ class EndSessionSerializer(serializers.Serializer):
 
 
 class EndSession(AgentAPIView):
+    scopes = {"POST": (KeyScope.WRITE, "end sessions")}
+
     @extend_schema(
         responses={200: OpenApiTypes.OBJECT},
         request=EndSessionSerializer,
@@ -79,6 +83,9 @@ class EndSession(AgentAPIView):
             raise serializers.ValidationError({exc.field: [str(exc)]}) from exc
         except session_service.SessionAlreadyEnded as exc:
             raise Conflict(str(exc)) from exc
+        except ReviewQueueFull as exc:
+            # The summary would wait for review; the session stays open (nothing stored).
+            raise TooManyPending(str(exc)) from exc
         write = result.write
         return Response(
             {

@@ -14,10 +14,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from governance.api.base import AgentAPIView
-from governance.api.errors import Conflict, SourceForbidden
+from governance.api.errors import Conflict, SourceForbidden, TooManyPending
 from governance.api.limits import db_id
 from governance.models import Write
 from governance.models.facts import FactKind, SourceType
+from governance.models.projects import KeyScope
 from governance.rules.provenance import REF_MAX_CHARS, ref_problem
 from governance.rules.text import MAX_STATEMENT_CHARS
 from governance.services import writes as write_service
@@ -168,6 +169,8 @@ def write_detail(write: Write) -> dict[str, object]:
 
 
 class WriteListCreate(AgentAPIView):
+    scopes = {"POST": (KeyScope.WRITE, "propose memory writes")}
+
     @extend_schema(
         request=WriteRequestSerializer,
         responses={201: WriteCreatedSerializer},
@@ -190,10 +193,14 @@ class WriteListCreate(AgentAPIView):
             raise Conflict(str(exc)) from exc
         except write_service.UnknownReference as exc:
             raise serializers.ValidationError({exc.field: [str(exc)]}) from exc
+        except write_service.ReviewQueueFull as exc:
+            raise TooManyPending(str(exc)) from exc
         return Response(write.response, status=status.HTTP_201_CREATED)
 
 
 class WriteDetail(AgentAPIView):
+    scopes = {"GET": (KeyScope.READ, "read writes")}
+
     @extend_schema(responses={200: OpenApiTypes.OBJECT}, summary="A write, its findings, decisions and fact")
     def get(self, request: Request, write_id: int) -> Response:
         write = get_object_or_404(

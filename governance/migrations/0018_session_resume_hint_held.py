@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('governance', '0017_seal_existing_retrievals'),
+        ("governance", "0017_seal_existing_retrievals"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='session',
-            name='resume_hint_held',
+            model_name="session",
+            name="resume_hint_held",
             field=models.BooleanField(default=False),
         ),
     ]

@@ -116,15 +116,38 @@ class Credential(models.Model):
         return self.revoked_at is None
 
 
+class KeyScope(models.TextChoices):
+    """What an agent key may do; each API operation needs one (governance.api.base)."""
+
+    READ = "read", "Read: retrieve context, read facts, memories, writes and retrievals"
+    WRITE = "write", "Write: propose memory writes and end sessions"
+    FORGET = "forget", "Forget: withdraw facts on the person's request"
+
+
+def all_key_scopes() -> list[str]:
+    return list(KeyScope.values)
+
+
 @tracked(exclude=["last_used_at"])
 class AgentKey(Credential):
     agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="keys")
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
+    scopes = ArrayField(models.CharField(max_length=16, choices=KeyScope.choices), default=all_key_scopes)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(scopes__contained_by=KeyScope.values), name="agent_key_scopes_known"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.agent} key {self.prefix}"
+
+    def has_scope(self, scope: str) -> bool:
+        return scope in self.scopes
 
 
 @tracked(exclude=["last_used_at"])

@@ -89,6 +89,12 @@ class Write(models.Model):
                 condition=Q(status__in=["pending_review", "quarantined"]),
             ),
             models.Index(fields=["agent", "-created_at"], name="write_agent_recent_idx"),
+            # The per-agent limit on writes waiting for review counts these on every write.
+            models.Index(
+                fields=["agent"],
+                name="write_agent_waiting_idx",
+                condition=Q(status__in=["pending_review", "quarantined"]),
+            ),
         ]
 
     def __str__(self) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -16,7 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from governance.models import Agent, AgentKey, PersonalAccessToken
-from governance.models.projects import Credential
+from governance.models.projects import Credential, KeyScope
 from governance.services import audit
 
 AGENT_KEY_PREFIX = "mak"
@@ -75,13 +76,38 @@ def _authenticate(model: type[C], kind: str, secret: str, related: tuple[str, ..
     return credential
 
 
+class ScopeError(ValueError):
+    pass
+
+
+def key_scopes(scopes: Iterable[str] | None) -> list[str]:
+    """The scopes of a new key in their canonical order: every scope unless narrowed."""
+    if scopes is None:
+        return list(KeyScope.values)
+    chosen = set(scopes)
+    unknown = sorted(chosen - set(KeyScope.values))
+    if unknown:
+        raise ScopeError(f"Unknown scope {', '.join(unknown)}: choose from {', '.join(KeyScope.values)}.")
+    if not chosen:
+        raise ScopeError("A key needs at least one scope.")
+    return [scope for scope in KeyScope.values if scope in chosen]
+
+
 @transaction.atomic
-def create_agent_key(agent: Agent, *, name: str = "", created_by: Any = None) -> tuple[AgentKey, str]:
+def create_agent_key(
+    agent: Agent, *, name: str = "", created_by: Any = None, scopes: Iterable[str] | None = None
+) -> tuple[AgentKey, str]:
+    granted = key_scopes(scopes)
     prefix, secret = _new_secret(AGENT_KEY_PREFIX)
     key = AgentKey.objects.create(
-        agent=agent, prefix=prefix, digest=_digest(secret), name=name, created_by=created_by
+        agent=agent, prefix=prefix, digest=_digest(secret), name=name, created_by=created_by, scopes=granted
     )
-    audit.record(agent.project, "agent_key.created", key, data={"agent": agent.slug, "prefix": prefix})
+    audit.record(
+        agent.project,
+        "agent_key.created",
+        key,
+        data={"agent": agent.slug, "prefix": prefix, "scopes": granted},
+    )
     return key, secret
 
 

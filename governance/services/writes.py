@@ -68,6 +68,17 @@ def claimable_sources(agent: Agent) -> tuple[str, ...]:
     )
 
 
+class ReviewQueueFull(Exception):
+    """The agent already has as many writes waiting for a reviewer as it may (answered as 429)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"This agent already has {limit} memory writes waiting for a reviewer, the most it may have. "
+            "Nothing was stored: send this write again once reviewers have worked through the queue."
+        )
+        self.limit = limit
+
+
 class UnknownReference(Exception):
     """A referenced object does not exist in the caller's project (answered as 400)."""
 
@@ -165,6 +176,19 @@ def submit_write(
                 continue
             raise
     raise AssertionError("unreachable")
+
+
+def _check_review_queue_room(agent: Agent) -> None:
+    """One agent cannot bury the reviewers: a write that would wait is refused past the limit.
+
+    One COUNT on the partial index of waiting writes (write_agent_waiting_idx).
+    Concurrent writes may overshoot the limit by a few; it bounds a flood, not
+    an exact number.
+    """
+    limit = settings.MAX_PENDING_WRITES_PER_AGENT
+    waiting = Write.objects.filter(agent=agent, status__in=("pending_review", "quarantined")).count()
+    if waiting >= limit:
+        raise ReviewQueueFull(limit)
 
 
 def _replay(agent: Agent, idempotency_key: str, digest: str) -> Write | None:
@@ -315,6 +339,9 @@ def _submit(
                     ),
                 }
             )
+
+    if outcome in ("pending_review", "quarantined") and corroborated is None:
+        _check_review_queue_room(agent)
 
     write.findings = findings
     write.risk = _risk(findings)

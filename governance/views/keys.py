@@ -31,7 +31,7 @@ from django_htmx.middleware import HtmxDetails
 
 from governance import access
 from governance.models import Agent, AgentKey, Membership, PersonalAccessToken, Project
-from governance.models.projects import Role
+from governance.models.projects import KeyScope, Role
 from governance.rules.supersession import PERSON_ONLY_SOURCES, SOURCE_TYPES, source_label
 from governance.selectors import credentials as credential_selectors
 from governance.services import agents as agent_service
@@ -62,6 +62,13 @@ class AgentChoiceField(forms.ModelChoiceField):
 class AgentKeyForm(forms.Form):
     agent = AgentChoiceField(queryset=Agent.objects.none(), empty_label=None)
     name = forms.CharField(required=False, max_length=200, label="Label")
+    scopes = forms.MultipleChoiceField(
+        choices=KeyScope.choices,
+        initial=KeyScope.values,
+        widget=forms.CheckboxSelectMultiple,
+        label="What the key may do",
+        error_messages={"required": "Choose at least one thing the key may do."},
+    )
 
     def __init__(self, *args: Any, agents: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -193,10 +200,18 @@ def key_create(request: HtmxHttpRequest) -> HttpResponse:
     form = AgentKeyForm(request.POST, agents=_agents(request, KEY_ROLES))
     if not form.is_valid():
         return _page(request, key_form=form, status=400)
-    key, secret = credentials.create_agent_key(agent, name=form.cleaned_data["name"], created_by=request.user)
+    key, secret = credentials.create_agent_key(
+        agent, name=form.cleaned_data["name"], created_by=request.user, scopes=form.cleaned_data["scopes"]
+    )
     return _page(
         request,
-        new_secret={"kind": "agent key", "owner": str(agent), "prefix": key.prefix, "secret": secret},
+        new_secret={
+            "kind": "agent key",
+            "owner": str(agent),
+            "prefix": key.prefix,
+            "secret": secret,
+            "scopes": ", ".join(key.scopes),
+        },
         status=201,
     )
 

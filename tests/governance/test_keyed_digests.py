@@ -1,4 +1,4 @@
-"""Keyed digests of erasable text (issue 10 item 8) and migration 0010, which re-keys stored ones.
+"""Keyed digests of erasable text (issue 10 item 8) and migration 0012, which re-keys stored ones.
 
 A plain SHA-256 of a statement lets whoever holds an export confirm a guessed
 statement after it was withdrawn; the keyed digest does not. The migration

@@ -27,7 +27,19 @@ class Command(BaseCommand):
             "claim; 'reviewer' is never allowed to agents).",
         )
 
+        parser.add_argument(
+            "--scopes",
+            default="",
+            help="Comma-separated scopes of the key: read, write, forget (default: all three).",
+        )
+
     def handle(self, *args: Any, **options: Any) -> None:
+        requested = [s.strip() for s in options["scopes"].split(",") if s.strip()]
+        try:
+            # Checked before anything is created: a typo must not leave a new project behind.
+            scopes = credentials.key_scopes(requested or None)
+        except credentials.ScopeError as exc:
+            raise CommandError(str(exc)) from exc
         with actor_scope("command:create_agent_key"):
             project = agents.ensure_project(options["project"])
             agent = agents.ensure_agent(project, options["agent"])
@@ -42,6 +54,8 @@ class Command(BaseCommand):
                     )
                 except agents.SourceClaimError as exc:
                     raise CommandError(str(exc)) from exc
-            _, secret = credentials.create_agent_key(agent, name=options["name"])
+            key, secret = credentials.create_agent_key(agent, name=options["name"], scopes=scopes)
         self.stdout.write(secret)
-        self.stderr.write(f"Agent key for {agent} (shown once; store it now).")
+        self.stderr.write(
+            f"Agent key for {agent} with scopes {', '.join(key.scopes)} (shown once; store it now)."
+        )

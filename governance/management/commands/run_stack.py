@@ -5,6 +5,13 @@ repository, so it is loaded only when both hold: the database is the embedded
 development one (no ``DATABASE_URL``) and someone asked for it (``DEMO=1 make
 run`` or ``--demo``). The demo administrator is a project admin by membership;
 no superuser is ever created here.
+
+The same holds for DEBUG and the secrets: on the embedded development
+database, and unless DEBUG is set either way, the stack runs with DEBUG=1,
+and settings read SECRET_KEY and TOMBSTONE_KEY (when not in the environment)
+from ``.data/local-secrets.json``, generated once, readable only by its owner.
+With DATABASE_URL the stack is configured like production: without the two
+secrets the system check stops it.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection
 
-from memoryadmin import embedded_db
+from memoryadmin import embedded_db, local_secrets
 
 STOP_GRACE_SECONDS = 15
 DEMO_HINT = "No projects yet. To explore with demo data and demo logins: DEMO=1 make run"
@@ -38,6 +45,26 @@ FIRST_USER_HINT = (
 class DemoPlan:
     load: bool
     message: str
+
+
+def local_stack_env(env: Mapping[str, str]) -> dict[str, str]:
+    """What this stack adds to the environment of itself and its children: pure, tested alone."""
+    if env.get("DATABASE_URL") or "DEBUG" in env:
+        return {}
+    return {"DEBUG": "1"}
+
+
+def apply_local_stack_env(added: Mapping[str, str]) -> None:
+    """Settings were read before this command ran; give this process what the children will read."""
+    if not added:
+        return
+    os.environ.update(added)
+    settings.DEBUG = True
+    # The same precedence as settings.py with DEBUG on: the environment, then the local file.
+    if not all(os.environ.get(name) for name in local_secrets.NAMES):
+        local = local_secrets.load_or_create(settings.LOCAL_SECRETS_FILE)
+        for name in local_secrets.NAMES:
+            setattr(settings, name, os.environ.get(name) or local[name])
 
 
 def plan_demo(env: Mapping[str, str], *, flag: bool, has_projects: bool) -> DemoPlan:
@@ -59,6 +86,8 @@ def plan_demo(env: Mapping[str, str], *, flag: bool, has_projects: bool) -> Demo
 
 class Command(BaseCommand):
     help = "Run the whole product: web server, Celery worker and celery beat; Ctrl-C stops everything."
+    # Checked in handle(), once the local stack's DEBUG and secrets are in place.
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
@@ -72,6 +101,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         from governance.models import Project
 
+        apply_local_stack_env(local_stack_env(os.environ))
+        self.check()
         embedded = not os.environ.get("DATABASE_URL")
         started_database = embedded and not embedded_db.is_running()
         connection.ensure_connection()
@@ -176,6 +207,11 @@ class Command(BaseCommand):
             ]
         if note:
             lines.append(note)
+        if settings.DEBUG:
+            lines.append(
+                f"Development mode (DEBUG=1, secrets in {settings.LOCAL_SECRETS_FILE}). Setup commands in "
+                "another terminal need it too: DEBUG=1 python manage.py create_agent_key PROJECT AGENT"
+            )
         lines += ["Press Ctrl-C to stop web, worker, beat and the embedded database.", ""]
         self.stdout.write("\n".join(lines))
 

@@ -53,7 +53,10 @@ def test_urls_are_named():
 
 
 def test_admin_creates_an_agent_key_shown_once_that_works(ada, support_bot):
-    response = ada.post(reverse("keys:key_create"), {"agent": support_bot.agent.pk, "name": "staging"})
+    response = ada.post(
+        reverse("keys:key_create"),
+        {"agent": support_bot.agent.pk, "name": "staging", "scopes": ["read", "write", "forget"]},
+    )
 
     assert response.status_code == 201
     assert "no-store" in response["Cache-Control"]
@@ -66,6 +69,35 @@ def test_admin_creates_an_agent_key_shown_once_that_works(ada, support_bot):
     assert key.prefix in listing and secret not in listing
     entry = AuditEntry.objects.get(action="agent_key.created", object_id=str(key.pk))
     assert entry.data["prefix"] == key.prefix
+
+
+def test_admin_chooses_a_keys_scopes_and_the_list_shows_them(ada, support_bot):
+    form = ada.get(reverse("keys:list")).content.decode()
+    for scope in ("read", "write", "forget"):
+        # Every scope is offered, and checked until the admin narrows it.
+        assert re.search(rf'<input type="checkbox" name="scopes" value="{scope}"[^>]* checked>', form), scope
+
+    response = ada.post(
+        reverse("keys:key_create"), {"agent": support_bot.agent.pk, "name": "reader", "scopes": ["read"]}
+    )
+    assert response.status_code == 201
+    key = AgentKey.objects.get(name="reader")
+    assert key.scopes == ["read"]
+    assert "Scopes: read." in response.content.decode()
+    assert '<td class="key-scopes">read</td>' in key_row(
+        ada.get(reverse("keys:list")).content.decode(), key.prefix
+    )
+    withdrawn = bearer(secret_in(response.content.decode())).post(
+        "/api/v1/facts/1/withdraw", {"reason": "asked", "principal": "alice"}, format="json"
+    )
+    assert withdrawn.status_code == 403 and withdrawn.json()["error"]["fields"] == {"scope": ["forget"]}
+
+
+def test_a_key_without_any_scope_is_not_created(ada, support_bot):
+    response = ada.post(reverse("keys:key_create"), {"agent": support_bot.agent.pk, "name": "useless"})
+    assert response.status_code == 400
+    assert "Choose at least one thing the key may do." in response.content.decode()
+    assert not AgentKey.objects.filter(name="useless").exists()
 
 
 def test_list_shows_prefix_created_and_last_used(ada, support_bot):
@@ -173,7 +205,7 @@ def test_auditors_are_read_only_here_too(client, auditor, support_bot):
 
 def test_labels_are_rendered_as_inert_text(ada, support_bot):
     hostile = '<img src=x onerror="alert(1)">'
-    ada.post(reverse("keys:key_create"), {"agent": support_bot.agent.pk, "name": hostile})
+    ada.post(reverse("keys:key_create"), {"agent": support_bot.agent.pk, "name": hostile, "scopes": "read"})
     assert assert_inert(ada.get(reverse("keys:list")).content.decode()) >= 1
 
 

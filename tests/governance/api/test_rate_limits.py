@@ -1,0 +1,111 @@
+"""Per-key API rate limits and the per-agent limit on writes waiting for review (issue 12 item 4)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from governance.models import Fact, Session, Write
+from tests.governance.review_helpers import PENDING, QUARANTINED
+from tests.personas import make_agent, token_client
+
+pytestmark = pytest.mark.django_db
+
+
+def assert_rate_limited(response: Any) -> None:
+    assert response.status_code == 429, response.content
+    assert response.json()["error"]["code"] == "rate_limited"
+    assert response.json()["error"]["fields"] == {}
+    assert "Too many requests" in response.json()["error"]["message"]
+    assert 1 <= int(response["Retry-After"]) <= 60
+
+
+def test_an_agent_key_over_its_limit_gets_429_with_retry_after(settings, support_bot, outsider_bot):
+    settings.API_RATE_PER_MINUTE = 3
+    for _ in range(3):
+        assert support_bot.client.get("/api/v1/principals/alice/memories").status_code == 404
+    assert_rate_limited(support_bot.client.get("/api/v1/principals/alice/memories"))
+    # Each key has its own allowance.
+    assert outsider_bot.client.get("/api/v1/principals/alice/memories").status_code == 404
+
+
+def test_a_refused_write_is_not_stored(settings, support_bot):
+    settings.API_RATE_PER_MINUTE = 1
+    support_bot.client.get("/api/v1/principals/alice/memories")
+    response = support_bot.client.post(
+        "/api/v1/writes",
+        {
+            "principal": "alice",
+            "kind": "preference",
+            "statement": "Prefers tea",
+            "source": {"type": "user_statement", "ref": "chat:1", "observed_at": "2026-01-01T00:00:00Z"},
+        },
+        format="json",
+    )
+    assert_rate_limited(response)
+    assert not Write.objects.exists()
+
+
+def test_a_personal_access_token_has_its_own_limit(settings, reviewer):
+    settings.API_RATE_PER_MINUTE = 2
+    client = token_client(reviewer)
+    for _ in range(2):
+        assert client.get("/api/v1/admin/reviews").status_code == 200
+    assert_rate_limited(client.get("/api/v1/admin/reviews"))
+    assert token_client(reviewer).get("/api/v1/admin/reviews").status_code == 200
+
+
+def post_write(bot: Any, statement: str, source_type: str = "chat_message") -> Any:
+    return bot.client.post(
+        "/api/v1/writes",
+        {
+            "principal": "alice",
+            "kind": "preference",
+            "statement": statement,
+            "source": {"type": source_type, "ref": "chat:7", "observed_at": "2026-01-01T00:00:00Z"},
+        },
+        format="json",
+    )
+
+
+def test_writes_beyond_the_review_queue_limit_are_refused_and_not_stored(settings, project, support_bot):
+    settings.MAX_PENDING_WRITES_PER_AGENT = 2
+    assert post_write(support_bot, PENDING).json()["status"] == "pending_review"
+    assert post_write(support_bot, QUARANTINED, "web_page").json()["status"] == "quarantined"
+
+    refused = post_write(support_bot, "Mentioned they like sailing on the lake")
+    assert refused.status_code == 429, refused.content
+    error = refused.json()["error"]
+    assert error["code"] == "review_queue_full"
+    assert "2 memory writes waiting for a reviewer" in error["message"]
+    assert "Nothing was stored" in error["message"]
+    assert Write.objects.count() == 2
+    assert not Fact.objects.filter(statement__contains="sailing").exists()
+
+    # A write that becomes active needs no reviewer and is still accepted.
+    assert post_write(support_bot, "Prefers tea", "user_statement").json()["status"] == "active"
+    # Another agent's queue is its own.
+    other = make_agent(project, "other-bot")
+    assert post_write(other, "Mentioned they like sailing on the lake").json()["status"] == "pending_review"
+
+
+def test_a_session_summary_that_would_wait_is_refused_and_the_session_stays_open(settings, support_bot):
+    settings.MAX_PENDING_WRITES_PER_AGENT = 1
+    assert post_write(support_bot, PENDING).json()["status"] == "pending_review"
+    response = support_bot.client.post(
+        "/api/v1/sessions/s-1/end",
+        {
+            "principal": "alice",
+            "summary": "Talked about hiking plans for the summer",
+            "resume_hint": "Ask about the hike",
+            "first_event": "e1",
+            "last_event": "e9",
+            # The summary drops a name, a number and a prohibition: it would wait for review.
+            "source_text": "Alice plans 3 hikes with Dr. Okafor this summer. Never call her after 9pm.",
+        },
+        format="json",
+    )
+    assert response.status_code == 429, response.content
+    assert response.json()["error"]["code"] == "review_queue_full"
+    assert not Session.objects.filter(external_id="s-1", ended_at__isnull=False).exists()

@@ -19,7 +19,7 @@ from governance.api.limits import db_id
 from governance.models import Write
 from governance.models.facts import FactKind, SourceType
 from governance.models.projects import KeyScope
-from governance.rules.provenance import REF_MAX_CHARS, ref_problem
+from governance.rules.provenance import REF_MAX_CHARS
 from governance.rules.text import MAX_STATEMENT_CHARS
 from governance.services import writes as write_service
 
@@ -32,12 +32,6 @@ class SourceSerializer(serializers.Serializer):
     type = serializers.ChoiceField(choices=SourceType.values)
     ref = serializers.CharField(max_length=REF_MAX_CHARS, trim_whitespace=True)
     observed_at = serializers.DateTimeField()
-
-    def validate_ref(self, value: str) -> str:
-        problem = ref_problem(value)
-        if problem:
-            raise serializers.ValidationError(problem)
-        return value
 
     def validate_observed_at(self, value):  # type: ignore[no-untyped-def]
         if value > timezone.now() + FUTURE_SKEW:

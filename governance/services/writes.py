@@ -21,6 +21,7 @@ from django.utils import timezone
 from governance.models import Agent, Fact, Principal, RetrievalEvent, Session, Tombstone, Write
 from governance.rules import guard
 from governance.rules import supersession as supersession_rules
+from governance.rules.provenance import ref_problem
 from governance.rules.text import near_duplicate, normalise_statement, statement_fingerprint
 from governance.rules.tokens import count_tokens
 from governance.services import audit
@@ -80,7 +81,8 @@ class ReviewQueueFull(Exception):
 
 
 class UnknownReference(Exception):
-    """A referenced object does not exist in the caller's project (answered as 400)."""
+    """A field this write cannot use: an unknown object, a session bound to someone else, or a
+    source reference that is not an identifier (answered as 400, naming the field)."""
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(message)
@@ -141,6 +143,10 @@ def submit_write(
     allowed = claimable_sources(agent)
     if request.source_type not in allowed:
         raise SourceNotAllowed(request.source_type, allowed)
+    # The reference is rendered inside every item's provenance tag (R3, R10).
+    problem = ref_problem(request.source_ref)
+    if problem:
+        raise UnknownReference("source.ref", problem)
     digest = request.digest()
     if idempotency_key:
         existing = _replay(agent, idempotency_key, digest)

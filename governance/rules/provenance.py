@@ -53,3 +53,15 @@ def identifier_problem(value: str, what: str) -> str | None:
             "and cannot start or end with a space."
         )
     return None
+
+
+def summary_ref(session_id: str, first_event: str, last_event: str, *, session_pk: int) -> str:
+    """The source reference of a session's summary, from validated ids and within the length limit.
+
+    The event range is kept on the summary fact too, so when the full form is
+    too long the reference names the session alone, or only its number.
+    """
+    for ref in (f"session:{session_id}#{first_event}..{last_event}", f"session:{session_id}"):
+        if len(ref) <= REF_MAX_CHARS:
+            return ref
+    return f"session:#{session_pk}"

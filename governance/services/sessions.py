@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from governance.models import Agent, Fact, Principal, Session, Write
 from governance.rules import guard
-from governance.rules.provenance import identifier_problem
+from governance.rules.provenance import identifier_problem, summary_ref
 from governance.rules.sessions import resume_hint_findings
 from governance.rules.summaries import SummaryCheck, check_summary
 from governance.rules.supersession import effective_caps
@@ -121,7 +121,7 @@ def hint_dropped_finding(check: SummaryCheck) -> guard.Finding:
 
 def end_session(agent: Agent, external_id: str, request: EndRequest) -> EndResult:
     # Writes pass through open_session too, so this module cannot import them at load time.
-    from governance.services.writes import WriteRequest, submit_write
+    from governance.services.writes import UnknownReference, WriteRequest, submit_write
 
     for field, value in (("first_event", request.first_event), ("last_event", request.last_event)):
         problem = identifier_problem(value, field.replace("_", " "))
@@ -165,27 +165,33 @@ def end_session(agent: Agent, external_id: str, request: EndRequest) -> EndResul
                         summary_source=request.source_text if check else None,
                     )
 
-            write = submit_write(
-                agent,
-                WriteRequest(
-                    principal=request.principal,
-                    kind="summary",
-                    key=None,
-                    statement=summary,
-                    source_type="summarizer",
-                    source_ref=f"session:{external_id}#{request.first_event}..{request.last_event}",
-                    source_observed_at=now,
-                    session=external_id,
-                ),
-                extra_findings=(
-                    *((summary_finding(check),) if check and check.material else ()),
-                    *hint_findings,
-                ),
-                auto_approve_min_authority=SUMMARY_AUTO_APPROVE_FLOOR,
-                after_create=attach_range,
-                # Each session keeps its own summary fact, event range and check.
-                corroborate=False,
-            )
+            # A field the summary's write refuses is the session end's bad input: 400, nothing kept.
+            try:
+                write = submit_write(
+                    agent,
+                    WriteRequest(
+                        principal=request.principal,
+                        kind="summary",
+                        key=None,
+                        statement=summary,
+                        source_type="summarizer",
+                        source_ref=summary_ref(
+                            external_id, request.first_event, request.last_event, session_pk=session.pk
+                        ),
+                        source_observed_at=now,
+                        session=external_id,
+                    ),
+                    extra_findings=(
+                        *((summary_finding(check),) if check and check.material else ()),
+                        *hint_findings,
+                    ),
+                    auto_approve_min_authority=SUMMARY_AUTO_APPROVE_FLOOR,
+                    after_create=attach_range,
+                    # Each session keeps its own summary fact, event range and check.
+                    corroborate=False,
+                )
+            except UnknownReference as exc:
+                raise SessionError(exc.field, str(exc)) from exc
         slots_ended = end_session_scope(
             session, reason=f"Session {external_id} ended", actor_label=f"agent:{agent.slug}"
         )

@@ -31,3 +31,13 @@ def test_identifiers_that_pass(value: str) -> None:
 @pytest.mark.parametrize("value", ["", " s", "s ", "a|b", "a]b", "a\nb", "é", "x" * 201, "a\u200bb"])
 def test_identifiers_that_are_refused(value: str) -> None:
     assert identifier_problem(value, "session id")
+
+
+def test_a_summary_ref_stays_within_the_limit_whatever_the_ids() -> None:
+    from governance.rules.provenance import REF_MAX_CHARS, summary_ref
+
+    assert summary_ref("s-1", "1", "9", session_pk=7) == "session:s-1#1..9"
+    assert summary_ref("s" * 150, "e" * 100, "9", session_pk=7) == "session:" + "s" * 150
+    assert summary_ref("s" * 200, "1", "9", session_pk=7) == "session:#7"
+    for ref in (summary_ref("s" * 200, "e" * 200, "f" * 200, session_pk=123456),):
+        assert len(ref) <= REF_MAX_CHARS and ref_problem(ref) is None

@@ -66,9 +66,15 @@ SECRET_KEY = env_str("SECRET_KEY")
 # forgotten assertions (R8).
 TOMBSTONE_KEY = env_str("TOMBSTONE_KEY")
 LOCAL_SECRETS_FILE = Path(env_str("LOCAL_SECRETS_FILE") or BASE_DIR / ".data" / "local-secrets.json")
-if DEBUG and not (SECRET_KEY and TOMBSTONE_KEY):
-    # Development only: secrets generated once for this checkout (0600 file).
-    # With DEBUG off a missing secret is a system-check error (memoryadmin.checks).
+# Without DATABASE_URL the product runs on the embedded development database
+# under .data/, which only this checkout uses.
+EMBEDDED_DATABASE = not os.environ.get("DATABASE_URL")
+if (DEBUG or EMBEDDED_DATABASE) and not (SECRET_KEY and TOMBSTONE_KEY):
+    # Development only: secrets generated once for this checkout (0600 file),
+    # shared by `make run` and the setup commands run beside it (DESIGN.md:
+    # `python manage.py create_agent_key ...` works while `make run` is up).
+    # Against a real database (DATABASE_URL) nothing falls back: a missing
+    # secret is a system-check error that stops start-up (memoryadmin.checks).
     from memoryadmin.local_secrets import load_or_create
 
     _local = load_or_create(LOCAL_SECRETS_FILE)

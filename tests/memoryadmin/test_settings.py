@@ -3,6 +3,7 @@ and ``check --deploy`` clean with the production settings the README documents."
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -67,22 +68,25 @@ def test_readme_documents_every_production_setting_the_test_uses():
 
 
 def test_without_secrets_and_debug_start_up_stops_with_a_plain_reason():
-    result = run(["manage.py", "check"])
+    result = run(["manage.py", "check"], DATABASE_URL=PRODUCTION["DATABASE_URL"])
     assert result.returncode != 0
     assert "(memoryadmin.E001) SECRET_KEY is not set." in result.stderr
     assert "(memoryadmin.E002) TOMBSTONE_KEY is not set." in result.stderr
 
 
 def test_tombstone_key_no_longer_falls_back_to_the_secret_key():
-    only_secret = run(["manage.py", "check"], SECRET_KEY=PRODUCTION["SECRET_KEY"])
+    real_database = PRODUCTION["DATABASE_URL"]
+    only_secret = run(["manage.py", "check"], SECRET_KEY=PRODUCTION["SECRET_KEY"], DATABASE_URL=real_database)
     assert only_secret.returncode != 0
     assert "E001" not in only_secret.stderr and "(memoryadmin.E002)" in only_secret.stderr
-    same = run(["manage.py", "check"], SECRET_KEY="k" * 60, TOMBSTONE_KEY="k" * 60)
+    same = run(
+        ["manage.py", "check"], SECRET_KEY="k" * 60, TOMBSTONE_KEY="k" * 60, DATABASE_URL=real_database
+    )
     assert same.returncode != 0 and "(memoryadmin.E003)" in same.stderr
 
 
 def test_the_web_process_refuses_to_serve_without_secrets():
-    result = run(["-c", "import memoryadmin.wsgi"])
+    result = run(["-c", "import memoryadmin.wsgi"], DATABASE_URL=PRODUCTION["DATABASE_URL"])
     assert result.returncode != 0
     assert "SECRET_KEY is not set" in result.stderr and "TOMBSTONE_KEY is not set" in result.stderr
 
@@ -121,3 +125,17 @@ def test_local_secrets_are_generated_once_and_readable_only_by_their_owner(tmp_p
 )
 def test_make_run_turns_debug_on_only_for_the_embedded_development_stack(env, added):
     assert local_stack_env(env) == added
+
+
+def test_setup_commands_beside_make_run_share_its_local_secrets(tmp_path):
+    """DESIGN.md's setup commands work next to `make run` with no extra flag, on the embedded
+    database only: they read (or create) the same local secrets, and DEBUG stays off."""
+    secrets_file = tmp_path / "local-secrets.json"
+    show = "from django.conf import settings; print(settings.DEBUG, settings.TOMBSTONE_KEY)"
+    first = run(["manage.py", "shell", "--no-imports", "-c", show], LOCAL_SECRETS_FILE=str(secrets_file))
+    assert first.returncode == 0, first.stderr
+    debug, key = first.stdout.split()
+    assert debug == "False"
+    assert key == json.loads(secrets_file.read_text())["TOMBSTONE_KEY"]
+    again = run(["manage.py", "shell", "--no-imports", "-c", show], LOCAL_SECRETS_FILE=str(secrets_file))
+    assert again.stdout.split() == [debug, key]

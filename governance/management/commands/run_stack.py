@@ -209,8 +209,8 @@ class Command(BaseCommand):
             lines.append(note)
         if settings.DEBUG:
             lines.append(
-                f"Development mode (DEBUG=1, secrets in {settings.LOCAL_SECRETS_FILE}). Setup commands in "
-                "another terminal need it too: DEBUG=1 python manage.py create_agent_key PROJECT AGENT"
+                f"Development mode (DEBUG=1, secrets in {settings.LOCAL_SECRETS_FILE}, which setup commands "
+                "in another terminal share: python manage.py create_agent_key PROJECT AGENT)"
             )
         lines += ["Press Ctrl-C to stop web, worker, beat and the embedded database.", ""]
         self.stdout.write("\n".join(lines))

@@ -79,6 +79,18 @@ class ApprovalError(PolicyError):
     """A second approval that cannot be given (not pending, same person, or not an administrator)."""
 
 
+def _required_reason(reason: str | None) -> str:
+    """Every policy change carries a reason: it goes into the version list and the audit trail."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise ReasonRequired()
+    return reason
+
+
+def _username(user: Any) -> str | None:
+    return user.get_username() if user is not None else None
+
+
 def _widening_allowed(project: Project, user: Any, widening: list[str]) -> None:
     """Least authority: widening changes need the project's admin; commands run as the operator."""
     if (
@@ -219,9 +231,7 @@ def publish_draft(agent: Agent, reason: str, *, user: Any = None) -> PolicyVersi
     project that asks for two people it waits for a second administrator: the
     pending ``ChangeApproval`` is returned instead of a version.
     """
-    reason = (reason or "").strip()
-    if not reason:
-        raise ReasonRequired()
+    reason = _required_reason(reason)
     agent = _locked(agent)
     active = _active(agent)
     draft = PolicyDraft.objects.filter(agent=agent).first()
@@ -282,7 +292,7 @@ def _record_publish(
             "previous": previous.version,
             "changes": _changes_data(changes),
             "widening": widening,
-            "approved_by": approved_by.get_username() if approved_by is not None else None,
+            "approved_by": _username(approved_by),
         },
         actor_user=user,
     )
@@ -291,9 +301,7 @@ def _record_publish(
 @transaction.atomic
 def rollback(agent: Agent, to_version: int, reason: str, *, user: Any = None) -> PolicyVersion:
     """A new version equal to ``to_version``: history only grows, so a rollback is a publish."""
-    reason = (reason or "").strip()
-    if not reason:
-        raise ReasonRequired()
+    reason = _required_reason(reason)
     agent = _locked(agent)
     active = _active(agent)
     target = PolicyVersion.objects.filter(agent=agent, version=to_version).first()
@@ -339,9 +347,7 @@ def set_source_caps(
     Raising a cap needs a project administrator, and a second one where the
     project asks for two people (the pending ``ChangeApproval`` is returned).
     """
-    reason = (reason or "").strip()
-    if not reason:
-        raise ReasonRequired()
+    reason = _required_reason(reason)
     stored, errors = validate_source_caps(caps)
     if errors:
         raise InvalidPolicy(errors)
@@ -378,7 +384,7 @@ def _apply_caps(
             "from": previous,
             "to": stored,
             "widening": widening,
-            "approved_by": approved_by.get_username() if approved_by is not None else None,
+            "approved_by": _username(approved_by),
         },
         actor_user=user,
     )
@@ -388,9 +394,7 @@ def _apply_caps(
 @transaction.atomic
 def set_second_approval(project: Project, enabled: bool, reason: str, *, user: Any = None) -> Project:
     """Turn the project's "two people" rule for widening changes on or off (administrators only)."""
-    reason = (reason or "").strip()
-    if not reason:
-        raise ReasonRequired()
+    reason = _required_reason(reason)
     _widening_allowed(project, user, ["Changes the rule that widening changes need two people."])
     project = Project.objects.select_for_update().get(pk=project.pk)
     if project.require_second_approval == enabled:
@@ -412,9 +416,7 @@ def set_second_approval(project: Project, enabled: bool, reason: str, *, user: A
 @transaction.atomic
 def decide_approval(approval_id: int, *, approve: bool, reason: str, user: Any) -> ChangeApproval:
     """A second administrator approves (and so applies) or rejects a waiting widening change."""
-    reason = (reason or "").strip()
-    if not reason:
-        raise ReasonRequired()
+    reason = _required_reason(reason)
     # Locked: two administrators deciding at once cannot both apply it.
     approval = ChangeApproval.objects.select_for_update().get(pk=approval_id)
     project = Project.objects.select_for_update().get(pk=approval.project_id)

@@ -96,7 +96,8 @@ class EndResult:
     hint_findings: tuple[guard.Finding, ...] = ()
 
 
-def summary_finding(check: SummaryCheck) -> guard.Finding:
+def dropped_finding(check: SummaryCheck, what: str = "summary") -> guard.Finding:
+    """What ``what`` (the summary, or the resume hint) left out of the conversation, for a reviewer."""
     # One mention per dropped text: the check reports every occurrence (for the
     # diff), but a reviewer reads "VP of Engineering" once.
     dropped = check.distinct()
@@ -105,17 +106,7 @@ def summary_finding(check: SummaryCheck) -> guard.Finding:
     return guard.Finding(
         check=SUMMARY_CHECK,
         severity="medium",
-        detail=f"The summary leaves out what the conversation said: {listed}{more}.",
-    )
-
-
-def hint_dropped_finding(check: SummaryCheck) -> guard.Finding:
-    dropped = check.distinct()
-    listed = "; ".join(f"{item.category}: \u201c{item.text}\u201d" for item in dropped[:12])
-    return guard.Finding(
-        check=SUMMARY_CHECK,
-        severity="medium",
-        detail=f"The resume hint leaves out what the conversation said: {listed}.",
+        detail=f"The {what} leaves out what the conversation said: {listed}{more}.",
     )
 
 
@@ -150,7 +141,7 @@ def end_session(agent: Agent, external_id: str, request: EndRequest) -> EndResul
         # sees them; retrieval withholds a hint that has any (R5).
         hint_findings = resume_hint_findings(request.resume_hint, caps)
         if hint_check is not None and hint_check.material:
-            hint_findings = (*hint_findings, hint_dropped_finding(hint_check))
+            hint_findings = (*hint_findings, dropped_finding(hint_check, "resume hint"))
         write = None
         if summary:
 
@@ -182,7 +173,7 @@ def end_session(agent: Agent, external_id: str, request: EndRequest) -> EndResul
                         session=external_id,
                     ),
                     extra_findings=(
-                        *((summary_finding(check),) if check and check.material else ()),
+                        *((dropped_finding(check),) if check and check.material else ()),
                         *hint_findings,
                     ),
                     auto_approve_min_authority=SUMMARY_AUTO_APPROVE_FLOOR,

@@ -311,7 +311,7 @@ if CELERY_BROKER_URL == "filesystem://":
         "store_processed": False,
         "polling_interval": 0.1,
     }
-else:
+elif CELERY_BROKER_URL.startswith(("redis://", "rediss://", "sentinel://")):
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         # A broker that stops answering must not hold a request: publishing
         # gives up after these seconds (the write is committed by then and the
@@ -328,6 +328,10 @@ else:
         "unacked_restore_interval": env_int("CELERY_UNACKED_RESTORE_SECONDS", 10),
         "unacked_restore_throttle": 1,
     }
+else:
+    # RabbitMQ hands a dead worker's unacknowledged task out again as soon as
+    # its connection closes; nothing to set for that here.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {}
 # Publishing a task tries twice more, briefly, then gives up (the callers
 # that matter are robust to that: see governance.services.facts).
 CELERY_TASK_PUBLISH_RETRY_POLICY = {

@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install lint typecheck check browser clean-data
+.PHONY: run test install lint typecheck check browser clean-data soak
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,12 @@ browser:
 
 test: $(STAMP) browser
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# 50 agents for 5 minutes against a private stack, then each fault; figures in
+# bench/out/soak.json (docs/operations.md, "Load and faults"). Needs redis-server.
+# SOAK_AGENTS, SOAK_SECONDS, SOAK_FAULT_AGENTS, SOAK_FAULTS=0 and SOAK_OUT change it.
+soak: $(STAMP)
+	$(BIN)/python -m bench.soak
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

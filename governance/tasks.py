@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
@@ -26,6 +27,9 @@ RETRY_FOR = (Exception,)
 EMBED_TIME_LIMITS = (60, 90)
 SWEEP_TIME_LIMITS = (240, 300)
 REPLAY_TIME_LIMITS = (1200, 1260)
+# One sweep sends at most this many embedding tasks; the next sweep goes on
+# from the oldest left, so a long broker outage is caught up over a few.
+SWEEP_MAX_FACTS = 10_000
 
 
 @shared_task(
@@ -48,11 +52,25 @@ def embed_fact(fact_id: int) -> bool:
     time_limit=SWEEP_TIME_LIMITS[1],
 )
 def embed_missing_facts() -> int:
-    """Beat safety net: facts whose on-commit task was lost get embedded here."""
-    ids = embedding_service.facts_missing_embeddings()
-    for fact_id in ids:
-        embed_fact.delay(fact_id)
-    return len(ids)
+    """Beat safety net: facts whose on-commit task was lost get embedded here.
+
+    Lost means the broker was down when the write committed, or restarted
+    without its queue, or a worker died holding the task. The facts table is
+    the outbox, so nothing else has to remember what is owed. Facts younger
+    than one sweep interval are left to their own task.
+    """
+    grace = timedelta(seconds=settings.EMBED_SWEEP_SECONDS)
+    sent = 0
+    after_id = 0
+    while sent < SWEEP_MAX_FACTS:
+        ids = embedding_service.facts_missing_embeddings(older_than=grace, after_id=after_id)
+        if not ids:
+            break
+        for fact_id in ids:
+            embed_fact.delay(fact_id)
+        sent += len(ids)
+        after_id = ids[-1]
+    return sent
 
 
 @shared_task(

@@ -311,8 +311,35 @@ if CELERY_BROKER_URL == "filesystem://":
         "store_processed": False,
         "polling_interval": 0.1,
     }
+elif CELERY_BROKER_URL.startswith(("redis://", "rediss://", "sentinel://")):
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        # A broker that stops answering must not hold a request: publishing
+        # gives up after these seconds (the write is committed by then and the
+        # embedding sweep sends its task later), instead of waiting forever.
+        "socket_timeout": env_int("CELERY_BROKER_SOCKET_TIMEOUT", 3),
+        "socket_connect_timeout": env_int("CELERY_BROKER_SOCKET_TIMEOUT", 3),
+        # Redis only: a task taken by a worker that died without acknowledging
+        # it is handed out again after this many seconds. It must exceed the
+        # longest task's hard time limit (a replay, 1,260 s), or a slow task is
+        # given to a second worker while the first still runs it.
+        "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600),
+        # How often a worker looks for such tasks (kombu's default is about
+        # every 100 s); the look is one small Redis query.
+        "unacked_restore_interval": env_int("CELERY_UNACKED_RESTORE_SECONDS", 10),
+        "unacked_restore_throttle": 1,
+    }
 else:
+    # RabbitMQ hands a dead worker's unacknowledged task out again as soon as
+    # its connection closes; nothing to set for that here.
     CELERY_BROKER_TRANSPORT_OPTIONS = {}
+# Publishing a task tries twice more, briefly, then gives up (the callers
+# that matter are robust to that: see governance.services.facts).
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 2,
+    "interval_start": 0,
+    "interval_step": 0.5,
+    "interval_max": 1,
+}
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -350,12 +377,16 @@ MAX_CONCURRENT_REPLAYS_PER_PROJECT = env_int("MAX_CONCURRENT_REPLAYS_PER_PROJECT
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER")
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = "UTC"
+# How often beat looks for facts that should have a vector and have none (a
+# task lost with the broker or a dead worker), and how old such a fact must be
+# before it is taken as lost (docs/operations.md, "Faults").
+EMBED_SWEEP_SECONDS = env_int("EMBED_SWEEP_SECONDS", 60)
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BEAT_SCHEDULE = {
     "expire-facts": {"task": "governance.tasks.expire_facts", "schedule": crontab(minute="*/5")},
     "embed-missing-facts": {
         "task": "governance.tasks.embed_missing_facts",
-        "schedule": crontab(minute="*/10"),
+        "schedule": timedelta(seconds=EMBED_SWEEP_SECONDS),
     },
     "checkpoint-audit": {"task": "governance.tasks.checkpoint_audit", "schedule": crontab(minute="*/5")},
 }

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
+import sys
 from typing import Any
 
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.views import defaults
 from rest_framework import exceptions, status
@@ -12,6 +15,8 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from governance.middleware import api_error, is_api_path
+
+logger = logging.getLogger(__name__)
 
 
 class Conflict(exceptions.APIException):
@@ -92,7 +97,37 @@ def _retry_hint(response: Response) -> str:
     return f" Try again in {seconds} second{'' if seconds == '1' else 's'}."
 
 
+# How long a client should wait before trying again while the database is
+# unreachable: about what a PostgreSQL restart or a managed failover takes.
+DATABASE_RETRY_AFTER_SECONDS = 5
+DATABASE_UNAVAILABLE_MESSAGE = (
+    "The service cannot reach its database right now. "
+    f"Try again in {DATABASE_RETRY_AFTER_SECONDS} seconds; a write sent with an "
+    "Idempotency-Key can be sent again safely."
+)
+
+
+def database_unavailable() -> Response:
+    """503 while the database cannot be reached; the client may send the same request again.
+
+    A write sent with an Idempotency-Key is safe to repeat: if the first one
+    was committed before the connection broke, the repeat answers with it.
+    """
+    return Response(
+        error_body("unavailable", DATABASE_UNAVAILABLE_MESSAGE),
+        status=status.HTTP_503_SERVICE_UNAVAILABLE,
+        headers={"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)},
+    )
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, OperationalError | InterfaceError):
+        # A lost or restarting database (or a query it cancelled): transient,
+        # and the transaction was rolled back, so the client should retry
+        # rather than see a server error. Logged, since someone must look if
+        # it lasts.
+        logger.warning("API request failed on the database: %s", exc)
+        return database_unavailable()
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):
@@ -140,6 +175,12 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
 
 def server_error(request: HttpRequest) -> HttpResponse:
     if is_api_path(request.path):
+        # Django calls this handler inside its except block, so the exception
+        # is at hand: a database lost outside a DRF view is a 503 too.
+        if isinstance(sys.exc_info()[1], OperationalError | InterfaceError):
+            response = api_error(503, "unavailable", DATABASE_UNAVAILABLE_MESSAGE)
+            response["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
+            return response
         return api_error(
             500, "server_error", "Something went wrong on our side; the request was not completed."
         )

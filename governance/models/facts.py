@@ -145,6 +145,9 @@ class Fact(models.Model):
             models.Index(fields=["project", "principal", "key"], name="fact_principal_key_idx"),
             models.Index(fields=["status", "valid_to"], name="fact_status_valid_to_idx"),
             models.Index(fields=["project", "status", "kind"], name="fact_project_status_idx"),
+            # The embedding sweep's look-up (facts owed a vector, oldest first):
+            # small, since a fact leaves it seconds after it is written.
+            models.Index(fields=["id"], condition=Q(embedded_at__isnull=True), name="fact_unembedded_idx"),
         ]
 
     def __str__(self) -> str:

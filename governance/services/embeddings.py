@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -35,6 +36,7 @@ def embed_fact(fact_id: int) -> bool:
     fact = Fact.objects.filter(pk=fact_id, embedded_at__isnull=True, status__in=EMBEDDABLE).first()
     if fact is None or not fact.statement:
         return False
+    logger.info("Embedding fact %s.", fact_id)
     [vector] = get_provider().embed([fact.statement])
     with transaction.atomic():
         locked = Fact.objects.select_for_update().filter(pk=fact_id).first()
@@ -47,6 +49,9 @@ def embed_fact(fact_id: int) -> bool:
         if locked.status not in EMBEDDABLE or not locked.statement:
             return False
         Fact.objects.filter(pk=fact_id).update(embedding=vector, embedded_at=timezone.now())
+    # Operators (and the fault tests) count these lines: one per fact, however
+    # often its task was delivered.
+    logger.info("Stored the embedding of fact %s.", fact_id)
     return True
 
 
@@ -57,9 +62,22 @@ def embed_query(text: str) -> list[float] | None:
     return vector
 
 
-def facts_missing_embeddings(limit: int = 500) -> list[int]:
+def facts_missing_embeddings(
+    *, older_than: timedelta = timedelta(0), after_id: int = 0, limit: int = 500
+) -> list[int]:
+    """Ids of facts that should have a vector and have none, oldest first, past ``after_id``.
+
+    ``older_than`` leaves alone facts recorded within that time: their own
+    task is most likely still queued, and sending a second one only costs the
+    worker a lookup.
+    """
     return list(
-        Fact.objects.filter(embedded_at__isnull=True, status__in=EMBEDDABLE)
+        Fact.objects.filter(
+            embedded_at__isnull=True,
+            status__in=EMBEDDABLE,
+            recorded_at__lte=timezone.now() - older_than,
+            id__gt=after_id,
+        )
         .exclude(statement="")
         .order_by("id")
         .values_list("id", flat=True)[:limit]

@@ -39,7 +39,12 @@ class FactStateError(Exception):
 def enqueue_embedding(fact_id: int) -> None:
     from governance.tasks import embed_fact
 
-    transaction.on_commit(lambda: embed_fact.delay(fact_id))
+    # Robust: the fact is already committed when the broker is asked to take the
+    # task, so a broker that is down must not turn an accepted write into an
+    # error (Django logs the failure). The row itself is the outbox: an active
+    # fact without a vector is found by the embed_missing_facts sweep, which
+    # enqueues it again once the broker is back (docs/operations.md).
+    transaction.on_commit(lambda: embed_fact.delay(fact_id), robust=True)
 
 
 def supersede_fact(

@@ -84,6 +84,55 @@ def plan_demo(env: Mapping[str, str], *, flag: bool, has_projects: bool) -> Demo
     return DemoPlan(False, DEMO_HINT if embedded else FIRST_USER_HINT)
 
 
+def stack_commands(bin_dir: Path, bind: str) -> dict[str, list[str]]:
+    """The web, worker and beat command lines of ``make run``.
+
+    The soak and fault harness (bench/soak) starts the same processes.
+    """
+    return {
+        "web": [
+            str(bin_dir / "gunicorn"),
+            "memoryadmin.wsgi",
+            "--bind",
+            bind,
+            "--workers",
+            "2",
+            # Threads keep a worker answering while it streams a long export;
+            # a sync worker would be killed by the 30 s timeout mid-download.
+            "--worker-class",
+            "gthread",
+            "--threads",
+            "4",
+            "--access-logfile",
+            "-",
+        ],
+        "worker": [
+            str(bin_dir / "celery"),
+            "-A",
+            "memoryadmin",
+            "worker",
+            # Every queue (settings.WORKER_QUEUES): one worker serves all in
+            # development; production runs one per queue.
+            "-Q",
+            ",".join(settings.WORKER_QUEUES),
+            "--loglevel",
+            "INFO",
+            "--concurrency",
+            "1",
+        ],
+        "beat": [
+            str(bin_dir / "celery"),
+            "-A",
+            "memoryadmin",
+            "beat",
+            "--loglevel",
+            "INFO",
+            "--pidfile",
+            "",
+        ],
+    }
+
+
 class Command(BaseCommand):
     help = "Run the whole product: web server, Celery worker and celery beat; Ctrl-C stops everything."
     # Checked in handle(), once the local stack's DEBUG and secrets are in place.
@@ -117,48 +166,7 @@ class Command(BaseCommand):
 
         bin_dir = Path(sys.executable).parent
         bind = f"{options['host']}:{options['port']}"
-        commands = {
-            "web": [
-                str(bin_dir / "gunicorn"),
-                "memoryadmin.wsgi",
-                "--bind",
-                bind,
-                "--workers",
-                "2",
-                # Threads keep a worker answering while it streams a long export;
-                # a sync worker would be killed by the 30 s timeout mid-download.
-                "--worker-class",
-                "gthread",
-                "--threads",
-                "4",
-                "--access-logfile",
-                "-",
-            ],
-            "worker": [
-                str(bin_dir / "celery"),
-                "-A",
-                "memoryadmin",
-                "worker",
-                # Every queue (settings.WORKER_QUEUES): one worker serves all in
-                # development; production runs one per queue.
-                "-Q",
-                ",".join(settings.WORKER_QUEUES),
-                "--loglevel",
-                "INFO",
-                "--concurrency",
-                "1",
-            ],
-            "beat": [
-                str(bin_dir / "celery"),
-                "-A",
-                "memoryadmin",
-                "beat",
-                "--loglevel",
-                "INFO",
-                "--pidfile",
-                "",
-            ],
-        }
+        commands = stack_commands(bin_dir, bind)
         children: dict[str, subprocess.Popen[bytes]] = {}
         stopping = False
 

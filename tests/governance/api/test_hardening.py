@@ -227,3 +227,18 @@ def test_a_forged_review_cursor_nested_thousands_deep_is_400(project, reviewer):
     token = base64.urlsafe_b64encode(("[" * 5_000 + "]" * 5_000).encode()).decode().rstrip("=")
     response = token_client(reviewer).get("/api/v1/admin/reviews", {"cursor": token})
     assert list(error_of(response, 400)["fields"]) == ["cursor"]
+
+
+def test_a_lost_database_answers_503_with_retry_after_in_the_error_shape():
+    # The end-to-end case (PostgreSQL stopped under load) is tests/bench/test_soak.py;
+    # here the handler's answer itself, for the error Django raises on a lost connection.
+    from django.db import InterfaceError, OperationalError
+
+    from governance.api.errors import exception_handler
+
+    for exc in (OperationalError("connection to server failed"), InterfaceError("connection already closed")):
+        response = exception_handler(exc, {})
+        assert response is not None
+        assert (response.status_code, response["Retry-After"]) == (503, "5")
+        assert response.data["error"]["code"] == "unavailable"
+        assert "Idempotency-Key" in response.data["error"]["message"]

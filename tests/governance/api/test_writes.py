@@ -303,3 +303,47 @@ def test_racing_first_writes_for_one_key_leave_one_active_fact(project):
     assert results == [201, 201, 201]
     assert Fact.objects.filter(key="home_city", status="active").count() == 1
     assert Fact.objects.filter(key="home_city", status="superseded").count() == 2
+
+
+@pytest.fixture
+def broker_down():
+    """Tasks go to a Redis broker that is not there (a loopback port nothing listens on)."""
+    import socket
+
+    from memoryadmin.celery import app
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    saved = (app.conf.broker_url, app.conf.broker_transport_options)
+    app.conf.task_always_eager = False
+    app.conf.broker_url = f"redis://127.0.0.1:{port}/0"
+    app.conf.broker_transport_options = {"socket_timeout": 1, "socket_connect_timeout": 1}
+    # Pools built for the old broker would keep publishing there; Celery has no
+    # public way to drop them (tests/conftest.py, real_worker).
+    app._pool = None  # type: ignore[attr-defined]
+    app.amqp._producer_pool = None  # type: ignore[attr-defined]
+    yield
+    app.conf.broker_url, app.conf.broker_transport_options = saved
+    app._pool = None  # type: ignore[attr-defined]
+    app.amqp._producer_pool = None  # type: ignore[attr-defined]
+    app.conf.task_always_eager = True
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_write_is_accepted_while_the_broker_is_down_and_its_fact_waits_for_the_sweep(project, broker_down):
+    # The embedding task is handed over after commit; a broker that refuses it
+    # used to turn the committed write into a 500 the agent would retry blindly.
+    bot = make_agent(project, "offline-broker")
+    data = body(statement="Prefers tea to coffee")
+    response = post(bot, data, HTTP_IDEMPOTENCY_KEY="broker-down-1")
+
+    assert response.status_code == 201
+    fact = Fact.objects.get(pk=response.json()["fact"]["id"])
+    assert (fact.status, fact.embedded_at) == ("active", None)
+    from governance.services.embeddings import facts_missing_embeddings
+
+    assert fact.pk in facts_missing_embeddings()
+    # The agent's retry finds its write rather than making a second one.
+    again = post(bot, data, HTTP_IDEMPOTENCY_KEY="broker-down-1")
+    assert (again.status_code, again.json()) == (201, response.json())

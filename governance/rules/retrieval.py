@@ -231,7 +231,7 @@ def plan_retrieval(
     # A later round brings no static candidates (checked above), so its static cap is 0.
     static_cap = max(0, policy.max_items - _round_item_reserve(policy)) if cached_static_block is None else 0
     round_cap = max(0, policy.max_items)
-    keyed_facts = [candidates[i] for i in eligible if candidates[i].key] + [c for c in cached_static_facts if c.key]
+    keyed_facts = [candidates[i] for i in eligible] + list(cached_static_facts)
     keyed = [k for k in map(_KeyedValue.of, keyed_facts) if k is not None]
     kept = _KeptStatements(cached_static_facts)
     static_survivors: list[int] = []

@@ -42,6 +42,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -801,6 +802,8 @@ def main() -> None:
     samples = args.samples or (3 if args.quick else 30 if args.full else 20)
     scale = 0.2 if args.quick else 1.0
 
+    # A terminated run still stops its gunicorn and its database (atexit runs on SystemExit).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     folder = Path(tempfile.mkdtemp(prefix="memoryadmin-bench-"))
     if not args.keep:
         atexit.register(shutil.rmtree, folder, ignore_errors=True)

@@ -633,7 +633,7 @@ def load(
     return {
         "p50_ms": pct(latencies, 50),
         "p95_ms": pct(latencies, 95),
-        "per_s": round(len(latencies) / wall, 1),
+        "per_s": round(len(latencies) / wall, 3),
         "errors": len(errors),
         "error_statuses": sorted(set(errors)),
     }

@@ -531,7 +531,7 @@ def explain_round1(agent: Any, person: str) -> str:
     for query in captured.captured_queries:
         sql = query["sql"]
         lines.append(f"-- {query['time']} s: {sql[:300]}{'...' if len(sql) > 300 else ''}")
-        if sql.lstrip().upper().startswith("SELECT") and "governance_fact" in sql:
+        if sql.lstrip("( ").upper().startswith("SELECT") and "governance_fact" in sql:
             with connection.cursor() as cursor:
                 cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS) {sql}")
                 lines += ["   " + row[0] for row in cursor.fetchall()]

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from django.utils import timezone
 
-from governance.models import Project
+from governance.models import Fact, Project
 from governance.rules.policy import PolicySettings
 from governance.selectors import retrievals as selectors
 from tests.personas import FactFactory, PrincipalFactory
@@ -89,13 +89,19 @@ def test_facts_past_their_validity_or_below_the_floor_are_not_nearest_neighbours
     project: Project, people: dict[str, Any]
 ) -> None:
     alice, now = people["alice"], people["now"]
-    low = FactFactory(project=project, principal=alice, kind="episodic", authority=1, embedding=unit(0))
-    ended = FactFactory(
-        project=project,
-        principal=alice,
-        kind="episodic",
-        valid_to=now - timedelta(minutes=1),
-        embedding=unit(0),
+    # factory_boy's stubs type a factory call as the factory, not the model it makes.
+    low = cast(
+        Fact, FactFactory(project=project, principal=alice, kind="episodic", authority=1, embedding=unit(0))
+    )
+    ended = cast(
+        Fact,
+        FactFactory(
+            project=project,
+            principal=alice,
+            kind="episodic",
+            valid_to=now - timedelta(minutes=1),
+            embedding=unit(0),
+        ),
     )
     later = selectors.per_round_candidates(project, alice, None, POLICY, unit(0), now=now)
     assert low.pk not in {c.fact_id for c in later} and ended.pk not in {c.fact_id for c in later}

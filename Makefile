@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install lint typecheck check browser clean-data soak
+.PHONY: run test install lint typecheck check browser clean-data soak bench bench-full
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -52,3 +52,11 @@ check: lint typecheck
 
 clean-data:
 	rm -rf .data
+
+# Speed at scale (bench/scale.py, bench/README.md): its own embedded PostgreSQL in a temporary
+# folder, never .data. About 5 minutes at 100 k facts; the full run takes much longer.
+bench: $(STAMP)
+	$(BIN)/python bench/scale.py $(BENCH_ARGS)
+
+bench-full: $(STAMP)
+	$(BIN)/python bench/scale.py --full $(BENCH_ARGS)

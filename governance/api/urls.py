@@ -18,6 +18,7 @@ POLICY = "admin/projects/<slug:project>/agents/<slug:agent>/policy"
 
 urlpatterns = [
     path("writes", writes.WriteListCreate.as_view(), name="api-writes"),
+    path("writes/batch", writes.WriteBatch.as_view(), name="api-writes-batch"),
     path("writes/<id:write_id>", writes.WriteDetail.as_view(), name="api-write"),
     path("retrieve", retrievals.Retrieve.as_view(), name="api-retrieve"),
     path("retrievals/<id:retrieval_id>", retrievals.RetrievalDetail.as_view(), name="api-retrieval"),

@@ -14,7 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from governance.api.base import AgentAPIView
-from governance.api.errors import Conflict, SourceForbidden, TooManyPending
+from governance.api.errors import Conflict, SourceForbidden, TooManyPending, _flatten
 from governance.api.limits import db_id
 from governance.models import Write
 from governance.models.facts import FactKind, SourceType
@@ -190,6 +190,115 @@ class WriteListCreate(AgentAPIView):
         except write_service.ReviewQueueFull as exc:
             raise TooManyPending(str(exc)) from exc
         return Response(write.response, status=status.HTTP_201_CREATED)
+
+
+class WriteBatchRequestSerializer(serializers.Serializer):
+    """The documented body: up to 500 writes, each shaped like POST /api/v1/writes."""
+
+    writes = WriteRequestSerializer(many=True, help_text="Up to 500 writes, each checked on its own.")
+
+
+class _BatchEnvelopeSerializer(serializers.Serializer):
+    # Parsed loosely on purpose: one malformed write is refused on its own
+    # line, it does not turn the other 499 away.
+    writes = serializers.ListField(
+        child=serializers.JSONField(), min_length=1, max_length=write_service.MAX_BATCH, allow_empty=False
+    )
+
+
+class ItemErrorSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+    # DRF moves declared fields off the class, so this does not shadow Serializer.fields.
+    fields = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))  # type: ignore[assignment]
+
+
+class BatchItemSerializer(serializers.Serializer):
+    index = serializers.IntegerField(help_text="Position of the write in the request, from 0.")
+    status = serializers.IntegerField(
+        help_text="What POST /api/v1/writes would have answered: 201, or 400, 403 or 429."
+    )
+    write = WriteCreatedSerializer(allow_null=True, help_text="The write as submitted; null when refused.")
+    error = ItemErrorSerializer(allow_null=True, help_text="Why it was refused; null when submitted.")
+
+
+class WriteBatchResponseSerializer(serializers.Serializer):
+    results = BatchItemSerializer(many=True)
+    submitted = serializers.IntegerField()
+    refused = serializers.IntegerField()
+
+
+def _refusal(exc: Exception) -> tuple[int, dict[str, object]]:
+    """The status and error a single write refused this way would have had."""
+    if isinstance(exc, write_service.SourceNotAllowed):
+        return 403, {
+            "code": "source_not_allowed",
+            "message": str(exc),
+            "fields": {"source.type": list(exc.allowed)},
+        }
+    if isinstance(exc, write_service.ReviewQueueFull):
+        return 429, {"code": "review_queue_full", "message": str(exc), "fields": {}}
+    if isinstance(exc, write_service.UnknownReference):
+        return 400, {"code": "invalid", "message": str(exc), "fields": {exc.field: [str(exc)]}}
+    raise exc
+
+
+class WriteBatch(AgentAPIView):
+    scopes = {"POST": (KeyScope.WRITE, "propose memory writes")}
+
+    @extend_schema(
+        request=WriteBatchRequestSerializer,
+        responses={200: WriteBatchResponseSerializer},
+        summary="Propose up to 500 memory writes in one transaction (imports)",
+        description=(
+            "Each write is checked exactly as POST /api/v1/writes checks it and gets its own "
+            "outcome; a refused write stores nothing and does not stop the others. The whole "
+            "batch commits together. Idempotency-Key is not honoured here."
+        ),
+    )
+    def post(self, request: Request) -> Response:
+        envelope = _BatchEnvelopeSerializer(data=request.data)
+        envelope.is_valid(raise_exception=True)
+        results: list[dict[str, object] | None] = []
+        valid: list[tuple[int, write_service.WriteRequest]] = []
+        for index, item in enumerate(envelope.validated_data["writes"]):
+            serializer = WriteRequestSerializer(data=item if isinstance(item, dict) else None)
+            if not isinstance(item, dict):
+                fields = {"non_field_errors": ["Each write must be a JSON object."]}
+                results.append(_item(index, 400, None, "The write is invalid.", fields))
+            elif not serializer.is_valid():
+                fields = _flatten(serializer.errors)
+                message = f"The write is invalid: {', '.join(sorted(fields))}."
+                results.append(_item(index, 400, None, message, fields))
+            else:
+                results.append(None)
+                valid.append((index, serializer.to_request()))
+        outcomes = write_service.submit_batch(self.agent(request), [r for _, r in valid])
+        for (index, _), outcome in zip(valid, outcomes, strict=True):
+            if outcome.write is not None:
+                results[index] = {
+                    "index": index,
+                    "status": 201,
+                    "write": outcome.write.response,
+                    "error": None,
+                }
+            else:
+                assert outcome.refusal is not None
+                code, error = _refusal(outcome.refusal)
+                results[index] = {"index": index, "status": code, "write": None, "error": error}
+        submitted = sum(1 for r in results if r is not None and r["status"] == 201)
+        return Response({"results": results, "submitted": submitted, "refused": len(results) - submitted})
+
+
+def _item(
+    index: int, code: int, write: object, message: str, fields: dict[str, list[str]]
+) -> dict[str, object]:
+    return {
+        "index": index,
+        "status": code,
+        "write": write,
+        "error": {"code": "invalid", "message": message, "fields": fields},
+    }
 
 
 class WriteDetail(AgentAPIView):

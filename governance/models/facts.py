@@ -141,7 +141,12 @@ class Fact(models.Model):
             ),
         ]
         indexes = [
-            models.Index(fields=["project", "principal", "status"], name="fact_principal_status_idx"),
+            # Also answers R9's "newest verification of the principal's active
+            # facts" with one probe (selectors.retrievals.last_interaction).
+            models.Index(
+                fields=["project", "principal", "status", "last_verified_at"],
+                name="fact_principal_verified_idx",
+            ),
             models.Index(fields=["project", "principal", "key"], name="fact_principal_key_idx"),
             models.Index(fields=["status", "valid_to"], name="fact_status_valid_to_idx"),
             models.Index(fields=["project", "status", "kind"], name="fact_project_status_idx"),

@@ -222,30 +222,38 @@ def plan_retrieval(
     ranked = sorted(eligible, key=lambda i: (-scores[i]["total"], candidates[i].fact_id))
 
     # Duplicates and R18 conflicts, in rank order: the higher-ranked fact wins.
-    keyed = [candidates[i] for i in eligible if candidates[i].key] + [c for c in cached_static_facts if c.key]
-    kept_facts: list[Candidate] = list(cached_static_facts)
-    survivors: list[int] = []
+    # Linear: each statement is normalised once and looked up in a set, and
+    # each keyed fact's subject and value are worked out once (the old pairwise
+    # scan normalised ~950,000 statements for one large principal). Once a part
+    # (static or per-round) holds as many survivors as it may ever keep, the
+    # rest of it is over_budget without being compared: max_items would drop
+    # them anyway, so what is injected does not change.
+    # A later round brings no static candidates (checked above), so its static cap is 0.
+    static_cap = max(0, policy.max_items - _round_item_reserve(policy)) if cached_static_block is None else 0
+    round_cap = max(0, policy.max_items)
+    keyed_facts = [candidates[i] for i in eligible] + list(cached_static_facts)
+    keyed = [k for k in map(_KeyedValue.of, keyed_facts) if k is not None]
+    kept = _KeptStatements(cached_static_facts)
+    static_survivors: list[int] = []
+    round_survivors: list[int] = []
     for i in ranked:
         candidate = candidates[i]
-        if any(_is_duplicate(candidate, other) for other in kept_facts):
+        per_round = is_per_round(candidate.kind, policy)
+        bucket, cap = (round_survivors, round_cap) if per_round else (static_survivors, static_cap)
+        if len(bucket) >= cap:
+            reasons[i] = "over_budget"
+        elif kept.repeats(candidate):
             reasons[i] = "duplicate"
         elif (
-            candidate.key is None
-            and is_per_round(candidate.kind, policy)
-            and any(_contradicts(candidate.statement, fact) for fact in keyed)
+            candidate.key is None and per_round and any(k.contradicted_by(candidate.statement) for k in keyed)
         ):
             reasons[i] = "conflict_lost"
         else:
-            kept_facts.append(candidate)
-            survivors.append(i)
+            kept.add(candidate)
+            bucket.append(i)
 
-    static_survivors = [i for i in survivors if not is_per_round(candidates[i].kind, policy)]
-    round_survivors = [i for i in survivors if is_per_round(candidates[i].kind, policy)]
     if cached_static_block is None:
-        static_slots = policy.max_items - _round_item_reserve(policy)
-        taken_static = static_survivors[: max(0, static_slots)]
-        for i in static_survivors[len(taken_static) :]:
-            reasons[i] = "over_budget"
+        taken_static = static_survivors
         round_slots = policy.max_items - len(taken_static)
     else:
         taken_static = []
@@ -507,10 +515,40 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float | None:
 def _is_duplicate(candidate: Candidate, other: Candidate) -> bool:
     if normalise_statement(candidate.statement) == normalise_statement(other.statement):
         return True
+    return _similar_embeddings(candidate, other)
+
+
+def _similar_embeddings(candidate: Candidate, other: Candidate) -> bool:
     if candidate.embedding is None or other.embedding is None:
         return False
     similarity = cosine(candidate.embedding, other.embedding)
     return similarity is not None and similarity >= DUPLICATE_COSINE
+
+
+class _KeptStatements:
+    """The facts kept so far, for duplicate checks in constant time by normalised text.
+
+    Embedding similarity still compares pairwise, but only against kept facts
+    that carry a vector, and the kept set is bounded by max_items.
+    """
+
+    def __init__(self, initial: Iterable[Candidate]) -> None:
+        self._texts: set[str] = set()
+        self._with_vectors: list[Candidate] = []
+        for candidate in initial:
+            self.add(candidate)
+
+    def repeats(self, candidate: Candidate) -> bool:
+        if normalise_statement(candidate.statement) in self._texts:
+            return True
+        return candidate.embedding is not None and any(
+            _similar_embeddings(candidate, other) for other in self._with_vectors
+        )
+
+    def add(self, candidate: Candidate) -> None:
+        self._texts.add(normalise_statement(candidate.statement))
+        if candidate.embedding is not None:
+            self._with_vectors.append(candidate)
 
 
 # --- R18: structured beats similar ----------------------------------------
@@ -592,15 +630,32 @@ def distinguishing_values(statement: str, key: str) -> set[str]:
 
 def _contradicts(snippet: str, keyed_fact: Candidate) -> bool:
     """R18: ``snippet`` talks about ``keyed_fact``'s key without its value."""
-    if not keyed_fact.key:
-        return False
-    subject = key_words(keyed_fact.key)
-    if not subject or not _mentions(subject, _words(snippet)):
-        return False
-    values = distinguishing_values(keyed_fact.statement, keyed_fact.key)
-    if not values:
-        return False
-    return not values & set(_tokens(snippet))
+    keyed = _KeyedValue.of(keyed_fact)
+    return keyed is not None and keyed.contradicted_by(snippet)
+
+
+@dataclass(frozen=True)
+class _KeyedValue:
+    """A keyed fact's subject words and distinguishing values, worked out once per retrieval."""
+
+    subject: tuple[str, ...]
+    values: frozenset[str]
+
+    @classmethod
+    def of(cls, fact: Candidate) -> _KeyedValue | None:
+        if not fact.key:
+            return None
+        subject = key_words(fact.key)
+        values = distinguishing_values(fact.statement, fact.key)
+        # No subject or no value: nothing to compare, it never excludes anything.
+        if not subject or not values:
+            return None
+        return cls(tuple(subject), frozenset(values))
+
+    def contradicted_by(self, snippet: str) -> bool:
+        if not _mentions(self.subject, _words(snippet)):
+            return False
+        return not self.values & set(_tokens(snippet))
 
 
 def freshness_tier(age_days: int, policy: PolicySettings) -> str:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.db.models import Max, Q, QuerySet
+from django.db.models import CharField, FloatField, Max, Q, QuerySet, Value
 from pgvector.django import CosineDistance
 
 from governance.models import Agent, Fact, Principal, Project, RetrievalCandidate, RetrievalEvent, Session
@@ -67,33 +67,153 @@ def _to_candidate(row: Any, relevance: float | None) -> Candidate:
 
 def _with_relevance(qs: QuerySet[Fact], query_vector: Sequence[float] | None) -> QuerySet[Fact]:
     if query_vector is None:
-        return qs
+        return qs.annotate(distance=Value(None, output_field=FloatField()))
     return qs.annotate(distance=CosineDistance("embedding", list(query_vector)))
 
 
-def _relevance(row: Any) -> float | None:
-    distance = getattr(row, "distance", None)
-    return None if distance is None else max(0.0, 1.0 - float(distance))
+def _eligible(policy: PolicySettings, now: datetime) -> Q:
+    """What retrieval's eligibility rule would let through on status, kind, validity, authority and age.
+
+    The same checks ``rules.retrieval.eligibility`` makes first (R2, R8, R9),
+    spelled in SQL so the database skips everything else: nearest-neighbour
+    distances are computed only over facts that could be injected. The pure
+    rule still decides every row it returns; this only narrows what it reads.
+    """
+    return (
+        Q(status="active", kind__in=list(policy.allowed_kinds), authority__gte=policy.min_authority)
+        & (Q(valid_to__isnull=True) | Q(valid_to__gt=now))
+        & (Q(valid_from__isnull=True) | Q(valid_from__lte=now))
+        & Q(last_verified_at__gt=now - timedelta(days=policy.confirm_days + 1))
+    )
 
 
-def static_candidates(
+def _rows(qs: QuerySet[Fact], part: str) -> QuerySet[Fact, tuple[Any, ...]]:
+    return qs.annotate(part=Value(part, output_field=CharField())).values_list(*ROW_FIELDS)
+
+
+ROW_FIELDS = (*CANDIDATE_FIELDS, "distance", "part")
+
+
+def _to_candidates(rows: Iterable[tuple[Any, ...]]) -> list[Candidate]:
+    candidates = []
+    for row in rows:
+        values = dict(zip(ROW_FIELDS, row, strict=True))
+        distance = values["distance"]
+        candidates.append(
+            Candidate(
+                fact_id=values["id"],
+                kind=values["kind"],
+                key=values["key"],
+                statement=values["statement"],
+                status=values["status"],
+                is_project_fact=values["principal_id"] is None,
+                source_type=values["source_type"],
+                source_ref=values["source_ref"],
+                authority=values["authority"],
+                confidence=values["confidence"],
+                valid_from=values["valid_from"],
+                valid_to=values["valid_to"],
+                last_verified_at=values["last_verified_at"],
+                relevance=None if distance is None else max(0.0, 1.0 - float(distance)),
+            )
+        )
+    return candidates
+
+
+def _nearest(
     project: Project,
     principal: Principal | None,
     policy: PolicySettings,
     query_vector: Sequence[float] | None,
-) -> list[Candidate]:
-    """Session-start memory (every kind that is not per-round), whatever its status (step 3)."""
-    base = (
-        Fact.objects.filter(_scope(project, principal))
-        .exclude(kind__in=[*policy.per_round_kinds, "slot"])
-        .only(*CANDIDATE_FIELDS)
+    now: datetime,
+) -> QuerySet[Fact, tuple[Any, ...]] | None:
+    """Per-round kinds by similarity to this round's query, over eligible facts only.
+
+    An exact distance over the principal's scoped rows: exact, and fast at
+    this scale, where an HNSW index with a selective principal filter loses
+    recall (issue 4).
+    """
+    kinds = [k for k in policy.per_round_kinds if k != "slot"]
+    if not kinds or query_vector is None:
+        return None
+    # Clamped as well as validated: a version stored before max_items had a
+    # bound must not overflow the query's LIMIT (bigint) on every retrieval.
+    max_items = min(policy.max_items, int(POLICY_BOUNDS["max_items"][1]))
+    limit = max(NEAREST_LIMIT_MIN, max_items * 3)
+    nearest = _with_relevance(
+        Fact.objects.filter(_scope(project, principal), _eligible(policy, now), kind__in=kinds).filter(
+            embedding__isnull=False
+        ),
+        query_vector,
     )
-    active = _with_relevance(base.filter(status="active"), query_vector).order_by("id")
-    inactive = _with_relevance(base.exclude(status="active"), query_vector).order_by(
-        "-status_changed_at", "-id"
-    )[:INACTIVE_HISTORY_LIMIT]
-    rows = [*active, *inactive]
-    return [_to_candidate(row, _relevance(row)) for row in rows]
+    # "distance" comes from _with_relevance's annotate(), which django-stubs cannot follow.
+    return _rows(nearest.order_by("distance", "id"), "nearest")[:limit]  # type: ignore[misc]
+
+
+def _slots(
+    project: Project,
+    principal: Principal | None,
+    session: Session | None,
+    query_vector: Sequence[float] | None,
+) -> QuerySet[Fact, tuple[Any, ...]] | None:
+    if session is None or principal is None:
+        return None
+    # The principal too, not only the session: a session first seen
+    # without a principal has none pinned, and its slots must still reach
+    # only the person they are about (R1).
+    slots = Fact.objects.filter(project=project, session=session, principal=principal, kind="slot")
+    return _rows(_with_relevance(slots, query_vector).order_by("id"), "slot")
+
+
+def _one_read(parts: Sequence[QuerySet[Fact, tuple[Any, ...]] | None]) -> list[Candidate]:
+    """The parts as one UNION ALL: one round trip, each part keeping its own order and limit."""
+    present = [p for p in parts if p is not None]
+    if not present:
+        return []
+    if len(present) == 1:
+        return _to_candidates(present[0])
+    rows = list(present[0].union(*present[1:], all=True))
+    # A UNION ALL promises no order across its parts; the caller's order is the parts' order.
+    order = {name: position for position, name in enumerate(PART_ORDER)}
+    return _to_candidates(sorted(rows, key=lambda row: order[row[-1]]))
+
+
+PART_ORDER = ("static", "history", "nearest", "slot")
+
+
+def round_one_candidates(
+    project: Project,
+    principal: Principal | None,
+    session: Session | None,
+    policy: PolicySettings,
+    query_vector: Sequence[float] | None,
+    *,
+    now: datetime,
+) -> list[Candidate]:
+    """Every candidate of a session-start retrieval (step 3), in one statement.
+
+    - static memory (every kind that is not per-round) that could be injected,
+      all of it, ordered by id;
+    - the newest facts that could not (other statuses, kinds, validity,
+      authority or age), so the event can say why they were not used (R14),
+      at most INACTIVE_HISTORY_LIMIT of them;
+    - per-round kinds nearest to the query, among eligible facts;
+    - this session's slots.
+    """
+    base = Fact.objects.filter(_scope(project, principal)).exclude(kind="slot")
+    eligible = _eligible(policy, now)
+    static = _with_relevance(
+        base.filter(eligible).exclude(kind__in=list(policy.per_round_kinds)), query_vector
+    )
+    history = _with_relevance(base.exclude(eligible), query_vector).order_by("-status_changed_at", "-id")
+    return _one_read(
+        [
+            _rows(static.order_by("id"), "static"),
+            _rows(history, "history")[:INACTIVE_HISTORY_LIMIT],
+            _nearest(project, principal, policy, query_vector, now),
+            _slots(project, principal, session, query_vector),
+        ]
+    )
 
 
 def per_round_candidates(
@@ -102,40 +222,16 @@ def per_round_candidates(
     session: Session | None,
     policy: PolicySettings,
     query_vector: Sequence[float] | None,
+    *,
+    now: datetime,
 ) -> list[Candidate]:
-    """Per-round kinds by similarity to this round's query, and this session's slots.
-
-    The nearest-neighbour search is an exact distance over the principal's
-    scoped rows: exact, and fast at this scale, where an HNSW index with a
-    selective principal filter loses recall (issue 4).
-    """
-    candidates: list[Candidate] = []
-    kinds = [k for k in policy.per_round_kinds if k != "slot"]
-    if kinds and query_vector is not None:
-        # Clamped as well as validated: a version stored before max_items had a
-        # bound must not overflow the query's LIMIT (bigint) on every retrieval.
-        max_items = min(policy.max_items, int(POLICY_BOUNDS["max_items"][1]))
-        limit = max(NEAREST_LIMIT_MIN, max_items * 3)
-        nearest = (
-            _with_relevance(
-                Fact.objects.filter(_scope(project, principal), kind__in=kinds, embedding__isnull=False),
-                query_vector,
-            )
-            .only(*CANDIDATE_FIELDS)
-            # "distance" comes from _with_relevance's annotate(), which django-stubs cannot follow.
-            .order_by("distance", "id")[:limit]  # type: ignore[misc]
-        )
-        candidates.extend(_to_candidate(row, _relevance(row)) for row in nearest)
-    if session is not None and principal is not None:
-        # The principal too, not only the session: a session first seen
-        # without a principal has none pinned, and its slots must still reach
-        # only the person they are about (R1).
-        slots = _with_relevance(
-            Fact.objects.filter(project=project, session=session, principal=principal, kind="slot"),
-            query_vector,
-        ).only(*CANDIDATE_FIELDS)
-        candidates.extend(_to_candidate(row, _relevance(row)) for row in slots.order_by("id"))
-    return candidates
+    """A later round's candidates (R12): per-round kinds near its query and the session's slots."""
+    return _one_read(
+        [
+            _nearest(project, principal, policy, query_vector, now),
+            _slots(project, principal, session, query_vector),
+        ]
+    )
 
 
 def block_facts(project: Project, principal: Principal | None, fact_ids: Sequence[int]) -> list[Candidate]:
@@ -155,12 +251,16 @@ def block_facts(project: Project, principal: Principal | None, fact_ids: Sequenc
 
 
 def last_interaction(principal: Principal | None) -> datetime | None:
-    """R9: the later of their last session and their newest fact's verification."""
+    """R9: the later of their last session and their newest fact's verification.
+
+    Scoped like the index it reads (project, principal, status,
+    last_verified_at): one index probe, not an aggregate over the principal's rows.
+    """
     if principal is None:
         return None
-    newest_fact = Fact.objects.filter(principal=principal, status="active").aggregate(
-        m=Max("last_verified_at")
-    )["m"]
+    newest_fact = Fact.objects.filter(
+        project_id=principal.project_id, principal=principal, status="active"
+    ).aggregate(m=Max("last_verified_at"))["m"]
     seen = [t for t in (principal.last_seen_at, newest_fact) if t is not None]
     return max(seen) if seen else None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Sequence
 from datetime import timedelta
 
 from django.conf import settings
@@ -106,9 +107,16 @@ def guard_embedding(statement: str) -> tuple[float, ...] | None:
     Never raises: a failing model must not fail the write, and the guard holds
     a write that came without its vector for a person to read.
     """
+    return guard_embeddings([statement])[0]
+
+
+def guard_embeddings(statements: Sequence[str]) -> list[tuple[float, ...] | None]:
+    """``guard_embedding`` for many statements in one model call (the batch endpoint's imports)."""
+    if not statements:
+        return []
     try:
-        [vector] = _guard_provider().embed([semantic_text(statement)])
+        vectors = _guard_provider().embed([semantic_text(s) for s in statements])
     except Exception:
-        logger.exception("The write guard could not embed a statement; the write will wait for review.")
-        return None
-    return tuple(vector)
+        logger.exception("The write guard could not embed statements; the writes will wait for review.")
+        return [None] * len(statements)
+    return [tuple(v) for v in vectors]

@@ -92,7 +92,9 @@ def _decide(
         )
         if reuse is not None:
             plan = rules.plan_retrieval(
-                selectors.per_round_candidates(agent.project, principal, session, policy, query_vector),
+                selectors.per_round_candidates(
+                    agent.project, principal, session, policy, query_vector, now=now
+                ),
                 policy,
                 now=now,
                 mode=reuse.block.mode,
@@ -116,10 +118,9 @@ def _decide(
     mode = session.mode if session is not None and session.mode else None
     if mode is None:
         mode = rules.session_mode(selectors.last_interaction(principal), now, policy)
-    candidates = [
-        *selectors.static_candidates(agent.project, principal, policy, query_vector),
-        *selectors.per_round_candidates(agent.project, principal, session, policy, query_vector),
-    ]
+    candidates = selectors.round_one_candidates(
+        agent.project, principal, session, policy, query_vector, now=now
+    )
     hint, hint_session_id = _resume_hint(agent, principal, session) if mode == "resume" else (None, None)
     plan = rules.plan_retrieval(
         candidates,

@@ -8,9 +8,10 @@ the audit trail in the same transaction.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from types import EllipsisType
 from typing import Any
 
 from django.conf import settings
@@ -25,7 +26,7 @@ from governance.rules.provenance import ref_problem
 from governance.rules.text import near_duplicate, normalise_statement, statement_fingerprint
 from governance.rules.tokens import count_tokens
 from governance.services import audit
-from governance.services.embeddings import guard_embedding
+from governance.services.embeddings import guard_embedding, guard_embeddings
 from governance.services.facts import (
     corroborate_fact,
     enqueue_embedding,
@@ -129,6 +130,7 @@ def submit_write(
     auto_approve_min_authority: int | None = None,
     after_create: Callable[[Write], None] | None = None,
     corroborate: bool = True,
+    guard_vector: tuple[float, ...] | EllipsisType | None = ...,
 ) -> Write:
     """Record the write and everything that follows from it; replay for a repeated key.
 
@@ -139,6 +141,8 @@ def submit_write(
     ``corroborate=False`` always makes a fact of its own: a session summary
     must keep its own event range and check, and a repeat of an earlier
     summary must not skip the review its own check asked for.
+    ``guard_vector`` is the statement's guard embedding when the caller
+    computed it already (``submit_batch`` embeds a whole batch in one call).
     """
     allowed = claimable_sources(agent)
     if request.source_type not in allowed:
@@ -155,7 +159,7 @@ def submit_write(
     # R5: the semantic layer judges every write before it can be active. The
     # model runs here, outside the transaction, so no row lock waits on it;
     # None (the model failed) makes the guard hold the write for a person.
-    embedding = guard_embedding(request.statement)
+    embedding = guard_embedding(request.statement) if guard_vector is ... else guard_vector
     for attempt in range(2):
         try:
             return _submit(
@@ -182,6 +186,43 @@ def submit_write(
                 continue
             raise
     raise AssertionError("unreachable")
+
+
+MAX_BATCH = 500
+# What submit_write refuses a single write for; in a batch they refuse only that write.
+REFUSALS = (SourceNotAllowed, UnknownReference, ReviewQueueFull)
+
+
+@dataclass(frozen=True)
+class BatchOutcome:
+    """One write of a batch: the write as submitted, or why it was refused (nothing stored)."""
+
+    write: Write | None
+    refusal: Exception | None
+
+
+def submit_batch(agent: Agent, requests: Sequence[WriteRequest]) -> list[BatchOutcome]:
+    """Up to MAX_BATCH writes in one transaction, each through ``submit_write`` (imports).
+
+    Every write passes the same guard, conflict and supersession checks as a
+    single write, in the order given, so a later write sees the earlier ones.
+    Each runs in its own savepoint: a refused write leaves nothing behind and
+    does not stop the others. The guard's embeddings are computed in one model
+    call before the transaction, which is where a batch saves most of its time.
+    """
+    if len(requests) > MAX_BATCH:
+        raise ValueError(f"At most {MAX_BATCH} writes per batch.")
+    vectors = guard_embeddings([r.statement for r in requests])
+    outcomes: list[BatchOutcome] = []
+    with transaction.atomic():
+        for request, vector in zip(requests, vectors, strict=True):
+            try:
+                write = submit_write(agent, request, guard_vector=vector)
+            except REFUSALS as exc:
+                outcomes.append(BatchOutcome(write=None, refusal=exc))
+            else:
+                outcomes.append(BatchOutcome(write=write, refusal=None))
+    return outcomes
 
 
 def _check_review_queue_room(agent: Agent) -> None:

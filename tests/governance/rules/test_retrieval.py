@@ -460,6 +460,33 @@ def test_a_keyed_fact_without_a_value_excludes_nothing() -> None:
     assert reasons(plan([snippet(11, "We deploy in us-east-1 region"), empty])) == {11: None, 10: None}
 
 
+def test_duplicates_among_thousands_of_candidates_keep_one_of_each_and_the_best_ranked() -> None:
+    # A large principal: 3,000 static facts, each statement said three times in
+    # different spellings. The best-ranked (freshest) copy of each is kept.
+    candidates = [
+        fact(n * 3 + copy, statement=f"{'  ' * copy}Prefers option {n}{'.' * copy}", age=copy + n % 20)
+        for n in range(1000)
+        for copy in range(3)
+    ]
+    result = plan(candidates, replace(STATIC_ONLY, max_items=20, token_budget=5000))
+    chosen = selected_ids(result)
+    assert len(chosen) == 20
+    assert all(n % 3 == 0 for n in chosen)  # the freshest spelling of each statement
+    statements = [c.statement.strip().rstrip(".") for c in candidates if c.fact_id in chosen]
+    assert len(set(statements)) == 20
+
+
+def test_a_statement_repeated_past_max_items_is_over_budget_not_compared() -> None:
+    # Items past max_items could never be injected; they are over budget
+    # whatever they repeat, and the selection is what the cap allows.
+    others = [fact(n, age=n, statement=f"Fact {n}") for n in range(2, 6)]
+    candidates = [fact(1, statement="Prefers tea"), *others]
+    candidates.append(fact(99, statement="Prefers tea", age=9))
+    result = plan(candidates, replace(STATIC_ONLY, max_items=3))
+    assert selected_ids(result) == [1, 2, 3]
+    assert reasons(result)[99] == "over_budget"
+
+
 # --- max_items and the token budget (R11) ---------------------------------
 
 

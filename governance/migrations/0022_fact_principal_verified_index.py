@@ -11,7 +11,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("governance", "0020_write_agent_waiting_index"),
+        ("governance", "0021_fact_unembedded_index"),
     ]
 
     operations = [

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from governance.rules import rendering
+from governance.rules import contradictions, rendering
 from governance.rules.policy import PolicySettings
 from governance.rules.tokens import count_tokens
 
@@ -224,12 +224,18 @@ def plan_retrieval(
     # Duplicates and R18 conflicts, in rank order: the higher-ranked fact wins.
     keyed = [candidates[i] for i in eligible if candidates[i].key] + [c for c in cached_static_facts if c.key]
     kept_facts: list[Candidate] = list(cached_static_facts)
+    # Two active facts giving one attribute different values (stored before the
+    # write path could tell, or kept both because the reading was uncertain):
+    # only the newer direct evidence is injected (R6, R14).
+    losers = contradictions.conflict_losers(
+        [_statement(candidates[i]) for i in eligible] + [_statement(c) for c in cached_static_facts]
+    )
     survivors: list[int] = []
     for i in ranked:
         candidate = candidates[i]
         if any(_is_duplicate(candidate, other) for other in kept_facts):
             reasons[i] = "duplicate"
-        elif (
+        elif candidate.fact_id in losers or (
             candidate.key is None
             and is_per_round(candidate.kind, policy)
             and any(_contradicts(candidate.statement, fact) for fact in keyed)
@@ -502,6 +508,18 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float | None:
     if norm == 0:
         return None
     return sum(x * y for x, y in zip(a, b, strict=True)) / norm
+
+
+def _statement(candidate: Candidate) -> contradictions.Statement:
+    return contradictions.Statement(
+        fact_id=candidate.fact_id,
+        statement=candidate.statement,
+        key=candidate.key,
+        kind=candidate.kind,
+        is_project_fact=candidate.is_project_fact,
+        source_type=candidate.source_type,
+        when=candidate.last_verified_at,
+    )
 
 
 def _is_duplicate(candidate: Candidate, other: Candidate) -> bool:

@@ -177,7 +177,7 @@ def plan_retrieval(
     now: datetime,
     mode: str,
     identity_verified: bool,
-    resume_hint: str | None,
+    resume_hint: rendering.ResumeHint | str | None,
     cached_static_block: str | None,
     cached_static_facts: Sequence[Candidate] = (),
 ) -> RetrievalPlan:
@@ -408,7 +408,7 @@ def _pack(
     policy: PolicySettings,
     *,
     mode: str,
-    resume_hint: str | None,
+    resume_hint: rendering.ResumeHint | str | None,
     cached_static_block: str | None,
     reasons: list[str | None],
     line_tokens: list[int],

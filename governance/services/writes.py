@@ -19,7 +19,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from governance.models import Agent, Fact, Principal, RetrievalEvent, Session, Tombstone, Write
-from governance.rules import contradictions, guard
+from governance.rules import contradictions, guard, identifiers
 from governance.rules import supersession as supersession_rules
 from governance.rules.provenance import ref_problem
 from governance.rules.text import near_duplicate, normalise_statement, statement_fingerprint
@@ -42,6 +42,8 @@ POSSIBLE_CONFLICT_CHECK = "possible_conflict"
 # Active facts of one principal (or the project) compared for an unkeyed
 # contradiction: the newest ones, which a new statement is most likely to update.
 CONTRADICTION_POOL = 200
+# Tombstones compared for a reworded withdrawn statement; those sharing a value.
+TOMBSTONE_VALUE_MATCHES = 50
 RISK_BY_SEVERITY = {"high": 3, "medium": 2, "low": 1}
 
 
@@ -265,6 +267,7 @@ def _submit(
             t.fingerprint: str(t.pk)
             for t in Tombstone.objects.filter(project=project, fingerprint=fingerprint)[:1]
         },
+        tombstone_values=_tombstones_sharing_values(project.pk, principal, request.statement),
         recent_agent_statements=tuple(
             Write.objects.filter(agent=agent, created_at__gte=now - BURST_WINDOW)
             .exclude(statement="")
@@ -537,6 +540,23 @@ def _duplicate_of(
         if near_duplicate(fact.statement, wanted):
             return Fact.objects.select_for_update().get(pk=fact.pk)
     return None
+
+
+def _tombstones_sharing_values(
+    project_id: int, principal: Principal | None, statement: str
+) -> dict[str, frozenset[str]]:
+    """This principal's tombstones sharing an identifying value with ``statement`` (GIN overlap).
+
+    Only the same principal's (or, for a project fact, the project's own):
+    another person's withdrawn address says nothing about this write.
+    """
+    digests = identifiers.value_digests(statement, fingerprint_key())
+    if not digests:
+        return {}
+    rows = Tombstone.objects.filter(
+        project_id=project_id, fact__principal=principal, value_digests__overlap=list(digests)
+    ).values_list("pk", "value_digests")[:TOMBSTONE_VALUE_MATCHES]
+    return {str(pk): frozenset(values) for pk, values in rows}
 
 
 def _contradicted_facts(

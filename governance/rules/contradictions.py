@@ -845,16 +845,6 @@ def contradiction(
             continue
         for b in old:
             if claims_conflict(a, b):
-                if any(
-                    c.attribute == a.attribute
-                    and c.subject == a.subject
-                    and not c.negated
-                    and not c.additive
-                    and _overlap(a.attribute, c.values, a.values)
-                    and not a.negated
-                    for c in old
-                ):
-                    continue
                 return Contradiction(
                     attribute=a.attribute,
                     new_values=a.values,

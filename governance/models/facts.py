@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
@@ -200,11 +202,18 @@ class Tombstone(models.Model):
     reason = models.TextField()
     actor = models.CharField(max_length=200)
     fingerprint = models.CharField(max_length=64)
+    # Keyed hashes (HMAC with the tombstone key) of the statement's identifying
+    # values, so a rewording that carries them is caught too (R8); never the
+    # text or an embedding. See governance/rules/identifiers.py.
+    value_digests = ArrayField(models.CharField(max_length=64), default=list, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["project", "fingerprint"], name="tombstone_fingerprint_idx")]
+        indexes = [
+            models.Index(fields=["project", "fingerprint"], name="tombstone_fingerprint_idx"),
+            GinIndex(fields=["value_digests"], name="tombstone_value_digests_idx"),
+        ]
         triggers = append_only("tombstone")
 
     def __str__(self) -> str:

@@ -38,6 +38,7 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from governance.rules import identifiers
 from governance.rules.text import (
     CONFUSABLE_CHARS,
     TAG_CHAR_RANGE,
@@ -189,6 +190,9 @@ class GuardContext:
     fingerprint_key: bytes
     rejected_fingerprints: frozenset[str] = frozenset()
     tombstones: Mapping[str, str] = field(default_factory=dict)
+    # Tombstone id -> keyed hashes of its statement's identifying values, for
+    # the tombstones that share at least one with this write (R8 rewordings).
+    tombstone_values: Mapping[str, frozenset[str]] = field(default_factory=dict)
     recent_agent_statements: Sequence[str] = ()
     recent_derived_writes: int = 0
     verified_statement_for_key: str | None = None
@@ -1682,12 +1686,12 @@ def check_resubmitted_rejected(proposal: WriteProposal, context: GuardContext) -
 
 
 def check_tombstoned(proposal: WriteProposal, context: GuardContext) -> list[Finding]:
-    if not context.tombstones:
+    if not context.tombstones and not context.tombstone_values:
         return []
     fingerprint = statement_fingerprint(proposal.statement, context.fingerprint_key)
     tombstone_id = context.tombstones.get(fingerprint)
     if tombstone_id is None:
-        return []
+        return _reworded_tombstone(proposal, context)
     return [
         Finding(
             "tombstoned",
@@ -1696,6 +1700,26 @@ def check_tombstoned(proposal: WriteProposal, context: GuardContext) -> list[Fin
             "forgotten, and a withdrawal blocks the same assertion from being learned again.",
         )
     ]
+
+
+def _reworded_tombstone(proposal: WriteProposal, context: GuardContext) -> list[Finding]:
+    """A rewording that carries the identifying values of a withdrawn statement (R8)."""
+    if not context.tombstone_values:
+        return []
+    digests = identifiers.value_digests(proposal.statement, context.fingerprint_key)
+    for tombstone_id, withdrawn in sorted(context.tombstone_values.items()):
+        kinds = identifiers.blocks(digests, withdrawn)
+        if kinds is not None:
+            return [
+                Finding(
+                    "tombstoned",
+                    "high",
+                    f"Carries the same {identifiers.describe(kinds)} as the statement behind tombstone "
+                    f"{tombstone_id}: a rewording of something a person asked to forget. A withdrawal "
+                    "blocks it from being learned again, in any words.",
+                )
+            ]
+    return []
 
 
 # --- write-back (R16) ------------------------------------------------------------------

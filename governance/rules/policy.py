@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from governance.rules.relevance import SHIPPED_MODEL_FLOOR
+
 FACT_KINDS: tuple[str, ...] = (
     "preference",
     "profile",
@@ -71,7 +73,8 @@ class PolicySettings:
     weight_relevance: float = 0.6
     weight_freshness: float = 0.2
     weight_confidence: float = 0.2
-    min_relevance: float = 0.2
+    # Chosen on the labelled relevance set for the shipped embedder (docs/relevance.md).
+    min_relevance: float = SHIPPED_MODEL_FLOOR
     max_items: int = 20
     require_identity_verification: bool = True
     auto_approve_min_authority: int = 4

@@ -9,7 +9,7 @@ Layout of the static (session-start) block, lines joined by ``"\\n"``::
 
     <PRIORITY>
     <mode line>
-    [Last session: <hint>]          resume mode only, when a hint exists
+    [Last session: <hint> <tag>]    resume mode only, when a hint exists
     [Project:]                      only when there are project items
     [- item ...]
     [About the user:]               only when there are principal items
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 PRIORITY = (
@@ -97,6 +98,26 @@ def memory_text(text: str) -> str:
     return line
 
 
+@dataclass(frozen=True)
+class ResumeHint:
+    """The last session's hint with its provenance, tagged like every item (R10).
+
+    ``source_ref`` None is a hint read back from a context recorded before
+    hints carried a tag: replaying that event renders it as it was.
+    """
+
+    text: str
+    source_ref: str | None = None
+    authority: int = 0
+    age_days: int = 0
+
+
+def provenance_tag(source_ref: str, authority: int, age_days: int) -> str:
+    """``[SOURCE: ref | AUTHORITY: n | AGE: d days]``, the ref unable to forge the delimiters."""
+    ref = single_line(source_ref).translate(_TAG_DELIMITERS)
+    return f"[SOURCE: {ref} | AUTHORITY: {authority} | AGE: {age_days} days]"
+
+
 def render_item(item: RenderableItem) -> str:
     """``- {statement} [SOURCE: {ref} | AUTHORITY: {n} | AGE: {d} days]`` (R10).
 
@@ -105,26 +126,35 @@ def render_item(item: RenderableItem) -> str:
     """
     if item.tier not in TIERS:
         raise ValueError(f"Unknown tier {item.tier!r}; expected one of: {', '.join(TIERS)}.")
-    ref = single_line(item.source_ref).translate(_TAG_DELIMITERS)
-    tag = f"[SOURCE: {ref} | AUTHORITY: {item.authority} | AGE: {item.age_days} days]"
+    tag = provenance_tag(item.source_ref, item.authority, item.age_days)
     prefix = RECONFIRM_PREFIX if item.tier == "confirm" else ""
     return f"{ITEM_PREFIX}{prefix}{memory_text(item.statement)} {tag}"
 
 
-def mode_lines(mode: str, resume_hint: str | None = None) -> list[str]:
-    """The session-mode instruction (R9); the resume hint only in ``resume`` mode."""
+def mode_lines(mode: str, resume_hint: ResumeHint | str | None = None) -> list[str]:
+    """The session-mode instruction (R9); the resume hint, tagged, only in ``resume`` mode.
+
+    A bare string is a hint without provenance (as recorded before hints were tagged).
+    """
     if mode not in _MODE_LINES:
         raise ValueError(f"Unknown session mode {mode!r}; expected one of: {', '.join(MODES)}.")
+    if isinstance(resume_hint, str):
+        resume_hint = ResumeHint(resume_hint)
     lines = [_MODE_LINES[mode]]
-    hint = memory_text(resume_hint or "")
-    if mode == "resume" and hint:
-        lines.append(RESUME_HINT_PREFIX + hint)
+    hint = memory_text(resume_hint.text if resume_hint else "")
+    if mode == "resume" and resume_hint and hint:
+        line = RESUME_HINT_PREFIX + hint
+        if resume_hint.source_ref is not None:
+            # The hint is a summarizer's words: the agent must be able to weigh
+            # it like any other remembered item (R10).
+            line += " " + provenance_tag(resume_hint.source_ref, resume_hint.authority, resume_hint.age_days)
+        lines.append(line)
     return lines
 
 
 def render_static_block(
     mode: str,
-    resume_hint: str | None,
+    resume_hint: ResumeHint | str | None,
     project_items: Sequence[RenderableItem],
     principal_items: Sequence[RenderableItem],
 ) -> str:

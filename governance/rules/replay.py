@@ -19,6 +19,7 @@ reports lives here, over plain data:
 from __future__ import annotations
 
 import math
+import re
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -114,16 +115,36 @@ def static_block_of(context: str) -> str:
     return static
 
 
-def resume_hint_of(context: str) -> str | None:
-    """The resume hint a recorded context carried (R9 resume mode), or None."""
+# The tag rendering.provenance_tag puts at the end of the hint line; the ref
+# cannot contain "|" or "]", so the last match is the real tag.
+_HINT_TAG = re.compile(
+    r" \[SOURCE: (?P<ref>[^\]|]*) \| AUTHORITY: (?P<authority>\d+) \| AGE: (?P<age>\d+) days\]$"
+)
+
+
+def resume_hint_of(context: str) -> rendering.ResumeHint | None:
+    """The resume hint a recorded context carried (R9 resume mode), with its tag, or None.
+
+    A context recorded before hints were tagged gives a hint without a source,
+    which renders as it did then, so replaying old events changes nothing.
+    """
     lines = static_block_of(context).split("\n")
-    if (
+    if not (
         len(lines) >= 3
         and lines[1] == rendering.RESUME_LINE
         and lines[2].startswith(rendering.RESUME_HINT_PREFIX)
     ):
-        return lines[2][len(rendering.RESUME_HINT_PREFIX) :] or None
-    return None
+        return None
+    line = lines[2][len(rendering.RESUME_HINT_PREFIX) :]
+    tag = _HINT_TAG.search(line)
+    if tag is None:
+        return rendering.ResumeHint(line) if line else None
+    return rendering.ResumeHint(
+        line[: tag.start()],
+        source_ref=tag.group("ref"),
+        authority=int(tag.group("authority")),
+        age_days=int(tag.group("age")),
+    )
 
 
 @dataclass(frozen=True)

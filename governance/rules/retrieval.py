@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from governance.rules import rendering
+from governance.rules import contradictions, rendering
 from governance.rules.policy import PolicySettings
 from governance.rules.tokens import count_tokens
 
@@ -177,7 +177,7 @@ def plan_retrieval(
     now: datetime,
     mode: str,
     identity_verified: bool,
-    resume_hint: str | None,
+    resume_hint: rendering.ResumeHint | str | None,
     cached_static_block: str | None,
     cached_static_facts: Sequence[Candidate] = (),
 ) -> RetrievalPlan:
@@ -236,6 +236,10 @@ def plan_retrieval(
     kept = _KeptStatements(cached_static_facts)
     static_survivors: list[int] = []
     round_survivors: list[int] = []
+    # Two active facts giving one attribute different values (stored before the
+    # write path could tell, or kept both because the reading was uncertain):
+    # only the newer direct evidence is injected (R6, R14).
+    losers = contradictions.conflict_losers([_statement(c) for c in keyed_facts])
     for i in ranked:
         candidate = candidates[i]
         per_round = is_per_round(candidate.kind, policy)
@@ -244,7 +248,7 @@ def plan_retrieval(
             reasons[i] = "over_budget"
         elif kept.repeats(candidate):
             reasons[i] = "duplicate"
-        elif (
+        elif candidate.fact_id in losers or (
             candidate.key is None and per_round and any(k.contradicted_by(candidate.statement) for k in keyed)
         ):
             reasons[i] = "conflict_lost"
@@ -410,7 +414,7 @@ def _pack(
     policy: PolicySettings,
     *,
     mode: str,
-    resume_hint: str | None,
+    resume_hint: rendering.ResumeHint | str | None,
     cached_static_block: str | None,
     reasons: list[str | None],
     line_tokens: list[int],
@@ -510,6 +514,18 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float | None:
     if norm == 0:
         return None
     return sum(x * y for x, y in zip(a, b, strict=True)) / norm
+
+
+def _statement(candidate: Candidate) -> contradictions.Statement:
+    return contradictions.Statement(
+        fact_id=candidate.fact_id,
+        statement=candidate.statement,
+        key=candidate.key,
+        kind=candidate.kind,
+        is_project_fact=candidate.is_project_fact,
+        source_type=candidate.source_type,
+        when=candidate.last_verified_at,
+    )
 
 
 def _is_duplicate(candidate: Candidate, other: Candidate) -> bool:

@@ -222,6 +222,10 @@ _NUMBER_WORDS: dict[str, int] = {
     "dozen": 12, "twice": 2, "thrice": 3,
 }  # fmt: skip
 # "one" is left out on purpose: "one of them", "no one" are not quantities.
+# "twice" and "thrice" say how often, not how much: reported alone as dropped
+# numbers they were noise to reviewers. They still count as 2 and 3 when the
+# summary's words are compared with the source's.
+_FREQUENCY_WORDS = frozenset({"twice", "thrice"})
 _UNITS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 _UNIT_VALUES = {w: i + 1 for i, w in enumerate(_UNITS)}
 
@@ -296,6 +300,13 @@ _DEPARTMENTS = _words(
     "networking delivery programs projects project program human resources"
 )
 _HONORIFICS = frozenset({"dr", "mr", "mrs", "ms", "mx", "prof", "sir", "dame", "miss", "rev", "fr"})
+# "St Pancras", "Mt Hood": a prefix that joins the name after it, like an
+# honorific, and is never a name on its own ("4th St." was reported as "St").
+_PLACE_PREFIXES = frozenset({"st", "mt", "ft"})
+# Street-type abbreviations are never names ("3rd Ave." was reported as "Ave").
+_STREET_ABBREVIATIONS = frozenset({"ave", "rd", "blvd", "ln", "hwy", "sq", "ct", "pl"})
+# "I'm", "I've", "I'll", "I'd": capitalised only because "I" is.
+_CONTRACTION = re.compile(r"^I['\u2019](?:m|ve|ll|d)$", re.IGNORECASE)
 _NAME_PARTICLES = frozenset(
     {"van", "von", "de", "der", "den", "da", "di", "du", "la", "le", "del", "bin", "al", "ibn", "ter"}
 )
@@ -495,9 +506,10 @@ _NUMBER_RE = re.compile(
     r"(?P<suf>\s?%|\s(?:percent|thousand|million|billion)\b|(?:k|K|M|bn)\b|[a-zA-Z]{1,3}\b)?(?![\w])"
 )
 _TENS = "twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety"
+_COUNTING_WORDS = [w for w in _NUMBER_WORDS if w not in _TENS.split("|") and w not in _FREQUENCY_WORDS]
 _NUMBER_WORD_RE = re.compile(
     rf"\b(?:(?P<tens>{_TENS})(?:[-\s](?P<unit>{'|'.join(_UNITS)}))?"
-    rf"|(?P<word>{'|'.join(w for w in _NUMBER_WORDS if w not in _TENS.split('|'))}))"
+    rf"|(?P<word>{'|'.join(_COUNTING_WORDS)}))"
     rf"(?:[-\s]+(?P<scale>hundred|thousand|million|billion))?\b",
     re.IGNORECASE,
 )
@@ -824,7 +836,7 @@ def _number_value(m: re.Match[str]) -> float | None:
     return value * _NUMBER_WORDS.get((groups.get("scale") or "").casefold(), 1)
 
 
-_NUMBER_FIRST_WORDS = frozenset(_NUMBER_WORDS) | frozenset(_TENS.split("|"))
+_NUMBER_FIRST_WORDS = (frozenset(_NUMBER_WORDS) - _FREQUENCY_WORDS) | frozenset(_TENS.split("|"))
 
 
 def _find_numbers(text: str) -> list[_Item]:
@@ -963,8 +975,10 @@ def _name_tokens(text: str) -> list[_Tok]:
         if word[-2:] in ("'s", "\u2019s"):
             word, end, possessive = word[:-2], end - 2, True
         lowered = word.casefold()
-        if lowered in _HONORIFICS and word[0].isupper():
+        if (lowered in _HONORIFICS or lowered in _PLACE_PREFIXES) and word[0].isupper():
             kind = "hon"
+        elif lowered in _STREET_ABBREVIATIONS or _CONTRACTION.match(word):
+            kind = "other"
         elif len(word) == 1 and word.isupper() and text[end : end + 1] == ".":
             kind = "initial"
         elif lowered in _NAME_PARTICLES and word.islower():

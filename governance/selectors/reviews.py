@@ -56,6 +56,7 @@ CHECK_LABELS: dict[str, str] = {
     "semantic": "Reads like a known attack",
     "semantic_unavailable": "Meaning not checked",
     "conflict": "Would replace the current fact",
+    "possible_conflict": "May contradict a current fact",
     "summary_check": "Summary dropped details",
 }
 ACTION_WORDS: dict[str, str] = {

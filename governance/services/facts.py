@@ -23,7 +23,7 @@ from governance.models import (
     Write,
 )
 from governance.models.history import ERASURE_SETTING
-from governance.rules import guard, supersession
+from governance.rules import guard, identifiers, supersession
 from governance.rules import withdrawal as withdrawal_rules
 from governance.rules.rendering import memory_text, single_line
 from governance.rules.text import keyed_digest, statement_fingerprint
@@ -346,7 +346,12 @@ def _withdraw_one(
     statement = fact.statement
     fingerprint = statement_fingerprint(statement, key) if statement else fact.fingerprint
     tombstone = Tombstone.objects.create(
-        project=fact.project, fact=fact, reason=reason, actor=actor, fingerprint=fingerprint
+        project=fact.project,
+        fact=fact,
+        reason=reason,
+        actor=actor,
+        fingerprint=fingerprint,
+        value_digests=sorted(identifiers.value_digests(statement, key)) if statement else [],
     )
     previous_status = fact.status
     fact.status = "withdrawn"

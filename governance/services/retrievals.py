@@ -12,7 +12,9 @@ from django.utils import timezone
 
 from governance.models import Agent, PolicyVersion, Principal, RetrievalCandidate, RetrievalEvent, Session
 from governance.rules import retrieval as rules
-from governance.rules.sessions import resume_hint_findings
+from governance.rules.provenance import REF_MAX_CHARS
+from governance.rules.rendering import ResumeHint, single_line
+from governance.rules.sessions import HINT_SOURCE, resume_hint_findings
 from governance.rules.supersession import effective_caps
 from governance.selectors import retrievals as selectors
 from governance.services import checkpoints, session_blocks
@@ -121,7 +123,7 @@ def _decide(
     candidates = selectors.round_one_candidates(
         agent.project, principal, session, policy, query_vector, now=now
     )
-    hint, hint_session_id = _resume_hint(agent, principal, session) if mode == "resume" else (None, None)
+    hint, hint_session_id = _resume_hint(agent, principal, session, now) if mode == "resume" else (None, None)
     plan = rules.plan_retrieval(
         candidates,
         policy,
@@ -154,8 +156,8 @@ def _decide(
 
 
 def _resume_hint(
-    agent: Agent, principal: Principal | None, session: Session | None
-) -> tuple[str | None, int | None]:
+    agent: Agent, principal: Principal | None, session: Session | None, now: datetime
+) -> tuple[ResumeHint | None, int | None]:
     """R9 resume: the hint left by the principal's latest ended session, and that session's id.
 
     Only the latest: an older session's hint would resume a conversation the
@@ -169,20 +171,38 @@ def _resume_hint(
         sessions = sessions.exclude(pk=session.pk)
     latest = (
         sessions.order_by("-ended_at", "-id")
-        .values_list("pk", "resume_hint", "resume_hint_held", "summary_fact__status")
+        .values_list(
+            "pk",
+            "resume_hint",
+            "resume_hint_held",
+            "summary_fact__status",
+            "summary_fact__source_ref",
+            "summary_fact__authority",
+            "external_id",
+            "ended_at",
+        )
         .first()
     )
     if latest is None:
         return None, None
-    session_id, hint, held, summary_status = latest
+    session_id, hint, held, summary_status, summary_ref, summary_authority, external_id, ended_at = latest
     # A hint made with a summary waits with it: while a reviewer has the
     # summary (it dropped something, or the hint did), the hint is not given out.
     waiting = summary_status is not None and summary_status != "active"
     if not hint or held or waiting:
         return None, None
-    if resume_hint_findings(hint, effective_caps(agent.project.source_caps)):
+    caps = effective_caps(agent.project.source_caps)
+    if resume_hint_findings(hint, caps):
         return None, None
-    return hint, session_id
+    # Tagged like the summary it came with; a hint without a summary is the
+    # summarizer's word about that session, at the summarizer's authority.
+    tagged = ResumeHint(
+        hint,
+        source_ref=summary_ref or single_line(f"session:{external_id}")[:REF_MAX_CHARS],
+        authority=summary_authority or caps[HINT_SOURCE],
+        age_days=rules.age_in_days(ended_at or now, now),
+    )
+    return tagged, session_id
 
 
 def _record(

@@ -114,6 +114,15 @@ def _decide(write_id: int, decision: Decision, reason: str, reviewer: Any) -> Wr
             if fact.key and not scope_ended
             else None
         )
+        if current is None and write.conflicts_with_id is not None and not scope_ended:
+            # An unkeyed write held because it contradicts an active fact (R6):
+            # approving it is the reviewer deciding the newer value wins.
+            current = (
+                Fact.objects.select_for_update()
+                .filter(pk=write.conflicts_with_id, status="active")
+                .exclude(pk=fact.pk)
+                .first()
+            )
         if current is not None:
             supersede_fact(
                 current,

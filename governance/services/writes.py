@@ -20,7 +20,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from governance.models import Agent, Fact, Principal, RetrievalEvent, Session, Tombstone, Write
-from governance.rules import guard
+from governance.rules import contradictions, guard, identifiers
 from governance.rules import supersession as supersession_rules
 from governance.rules.provenance import ref_problem
 from governance.rules.text import near_duplicate, normalise_statement, statement_fingerprint
@@ -39,6 +39,12 @@ from governance.services.sessions import SessionError, open_session
 BURST_WINDOW = timedelta(minutes=10)
 AMPLIFICATION_WINDOW = timedelta(hours=1)
 CONFLICT_CHECK = "conflict"
+POSSIBLE_CONFLICT_CHECK = "possible_conflict"
+# Active facts of one principal (or the project) compared for an unkeyed
+# contradiction: the newest ones, which a new statement is most likely to update.
+CONTRADICTION_POOL = 200
+# Tombstones compared for a reworded withdrawn statement; those sharing a value.
+TOMBSTONE_VALUE_MATCHES = 50
 RISK_BY_SEVERITY = {"high": 3, "medium": 2, "low": 1}
 
 
@@ -302,6 +308,7 @@ def _submit(
             t.fingerprint: str(t.pk)
             for t in Tombstone.objects.filter(project=project, fingerprint=fingerprint)[:1]
         },
+        tombstone_values=_tombstones_sharing_values(project.pk, principal, request.statement),
         recent_agent_statements=tuple(
             Write.objects.filter(agent=agent, created_at__gte=now - BURST_WINDOW)
             .exclude(statement="")
@@ -359,12 +366,54 @@ def _submit(
     # The active fact is newer than this observation: the write goes into history behind it.
     late_for: Fact | None = None
     corroborated: Fact | None = None
+    # Which attribute an unkeyed supersession was about, for its stored reason.
+    attribute_label: str | None = None
     if corroborate and outcome in ("active", "pending_review"):
         corroborated = _duplicate_of(project.pk, principal, slot_session, request, fingerprint, current)
     if corroborated is not None:
         # A near-duplicate adds no memory: it strengthens the fact it repeats.
         outcome = "active"
-    elif current is not None and outcome != "rejected":
+    elif outcome != "rejected" and (
+        contradicted := _contradicted_facts(project.pk, principal, request, exclude=current)
+    ):
+        # R6 without a key: the statement gives another value for an attribute an
+        # active fact already answers. The same supersession rules as a keyed
+        # conflict decide; an uncertain reading keeps both, and retrieval then
+        # injects only the newer of the pair (conflict_lost).
+        for old, found in contradicted:
+            incumbent = _incumbent(old)
+            if not found.certain:
+                if write.conflicts_with is None:
+                    write.conflicts_with = old
+                findings.append(
+                    {"check": POSSIBLE_CONFLICT_CHECK, "severity": "low", "detail": found.detail()}
+                )
+            elif outcome == "active" and supersession_rules.may_supersede(
+                request.source_type, result.authority, incumbent
+            ):
+                if supersession_rules.arrives_late(request.source_observed_at, incumbent):
+                    if late_for is None or old.source_observed_at > late_for.source_observed_at:
+                        late_for = old
+                else:
+                    supersedes.append(old)
+                    attribute_label = contradictions.ATTRIBUTE_LABELS.get(found.attribute, found.attribute)
+            else:
+                write.conflicts_with = old
+                if outcome == "active":
+                    outcome = "pending_review"
+                findings.append(
+                    {
+                        "check": CONFLICT_CHECK,
+                        "severity": "medium",
+                        "detail": f"{found.detail()} "
+                        + supersession_rules.conflict_detail(
+                            request.source_type, result.authority, incumbent
+                        ),
+                    }
+                )
+        if late_for is not None:
+            supersedes = []
+    if corroborated is None and current is not None and outcome != "rejected" and late_for is None:
         incumbent = _incumbent(current)
         if outcome == "active" and supersession_rules.may_supersede(
             request.source_type, result.authority, incumbent
@@ -408,7 +457,7 @@ def _submit(
             old,
             write.fact,
             reason=supersession_rules.supersede_reason(
-                request.source_type, request.source_ref, request.key, incumbent
+                request.source_type, request.source_ref, request.key or attribute_label, incumbent
             ),
             decided_by=f"rule:{supersession_rules.supersession_rule(request.source_type, incumbent)}",
             write=write,
@@ -532,6 +581,60 @@ def _duplicate_of(
         if near_duplicate(fact.statement, wanted):
             return Fact.objects.select_for_update().get(pk=fact.pk)
     return None
+
+
+def _tombstones_sharing_values(
+    project_id: int, principal: Principal | None, statement: str
+) -> dict[str, frozenset[str]]:
+    """This principal's tombstones sharing an identifying value with ``statement`` (GIN overlap).
+
+    Only the same principal's (or, for a project fact, the project's own):
+    another person's withdrawn address says nothing about this write.
+    """
+    digests = identifiers.value_digests(statement, fingerprint_key())
+    if not digests:
+        return {}
+    rows = Tombstone.objects.filter(
+        project_id=project_id, fact__principal=principal, value_digests__overlap=list(digests)
+    ).values_list("pk", "value_digests")[:TOMBSTONE_VALUE_MATCHES]
+    return {str(pk): frozenset(values) for pk, values in rows}
+
+
+def _contradicted_facts(
+    project_id: int, principal: Principal | None, request: WriteRequest, *, exclude: Fact | None
+) -> list[tuple[Fact, contradictions.Contradiction]]:
+    """Active facts about the same principal (or project) whose value this statement contradicts.
+
+    Slots and summaries are left out: a slot is one session's working state and
+    a summary is checked against its own source, not against memory.
+    """
+    if request.kind in ("slot", "summary"):
+        return []
+    claims = contradictions.claims_of(request.statement, request.key)
+    if not claims:
+        return []
+    pool = (
+        Fact.objects.filter(project_id=project_id, principal=principal, session=None, status="active")
+        .exclude(kind__in=("slot", "summary"))
+        .order_by("-source_observed_at", "-id")
+    )
+    if exclude is not None:
+        pool = pool.exclude(pk=exclude.pk)
+    found: list[tuple[Fact, contradictions.Contradiction]] = []
+    for fact in pool[:CONTRADICTION_POOL]:
+        conflict = contradictions.contradiction(
+            request.statement, fact.statement, new_claims=claims, old_key=fact.key
+        )
+        if conflict is not None:
+            found.append((fact, conflict))
+    if not found:
+        return []
+    # Locks what may be superseded, in id order so two writes cannot deadlock.
+    locked = {
+        f.pk: f
+        for f in Fact.objects.select_for_update().filter(pk__in=[f.pk for f, _ in found]).order_by("pk")
+    }
+    return [(locked[f.pk], c) for f, c in found if f.pk in locked and locked[f.pk].status == "active"]
 
 
 def _incumbent(fact: Fact) -> supersession_rules.Incumbent:

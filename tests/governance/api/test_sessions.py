@@ -281,7 +281,10 @@ def _last_seen(days: int) -> None:
             [
                 PRIORITY,
                 RESUME_LINE,
-                RESUME_HINT_PREFIX + HINT,
+                # The hint is tagged like every item: its summary's session and range, and its age.
+                RESUME_HINT_PREFIX
+                + HINT
+                + " [SOURCE: session:s-1#msg-1..msg-9 | AUTHORITY: 2 | AGE: 2 days]",
                 PROJECT_HEADING,
                 PROJECT_ITEM,
                 PRINCIPAL_HEADING,

@@ -128,7 +128,7 @@ def test_static_block_and_resume_hint_are_read_back_from_a_recorded_context():
     context = rendering.join_context(static, round_)
 
     assert static_block_of(context) == static
-    assert resume_hint_of(context) == "Was comparing plans"
+    assert resume_hint_of(context) == rendering.ResumeHint("Was comparing plans")
     assert static_block_of(round_) == ""
     assert static_block_of("") == ""
     assert resume_hint_of(rendering.render_static_block("resume", None, [], [Item("x")])) is None
@@ -308,3 +308,15 @@ def test_tally_counts_approximate_events(approximate):
     tally = ReplayTally()
     tally.add(replace(comparison(1), approximate=approximate))
     assert tally.result()["approximate_events"] == int(approximate)
+
+
+def test_a_tagged_hint_reads_back_with_its_provenance() -> None:
+    hint = rendering.ResumeHint("Was comparing plans", source_ref="session:s-1#1..9", authority=2, age_days=3)
+    static = rendering.render_static_block("resume", hint, [], [Item("Likes tea")])
+    assert (
+        "Last session: Was comparing plans [SOURCE: session:s-1#1..9 | AUTHORITY: 2 | AGE: 3 days]" in static
+    )
+    back = resume_hint_of(static)
+    assert back == rendering.ResumeHint("Was comparing plans", "session:s-1#1..9", 2, 3)
+    # Re-rendering what was read back gives the same bytes: replay stays faithful.
+    assert rendering.render_static_block("resume", back, [], [Item("Likes tea")]) == static

@@ -310,7 +310,8 @@ def test_static_kinds_are_never_excluded_for_relevance(kind: str, relevance: flo
 
 
 def test_relevance_floor_boundary_for_per_round_kinds() -> None:
-    result = plan([snippet(1, "lunch plans", 0.1999), snippet(2, "dinner plans", 0.2)])
+    floor = DEFAULTS.min_relevance
+    result = plan([snippet(1, "lunch plans", floor - 0.0001), snippet(2, "dinner plans", floor)])
     assert reasons(result) == {1: "low_relevance", 2: None}
 
 

@@ -376,3 +376,31 @@ def test_long_hostile_text_is_checked_in_linear_time(source: str) -> None:
     started = time.perf_counter()
     check_summary("n't " * 5_000, source)
     assert time.perf_counter() - started < 3.0
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "He lives on 4th St. now.",
+        "The shop is on 3rd Ave. near the bridge.",
+        "I'm sure I've said it, and I'll say it again.",
+        "She called once or twice.",
+    ],
+)
+def test_noise_is_not_reported_as_dropped(source: str) -> None:
+    dropped = {(d.category, d.text) for d in check_summary("Nothing of note.", source).dropped}
+    assert not {item for item in dropped if item[0] == "name"}
+    assert ("number", "twice") not in dropped
+
+
+def test_a_place_prefix_stays_with_its_name() -> None:
+    dropped = {(d.category, d.text) for d in check_summary("Nothing.", "Go to St. Albans.").dropped}
+    assert ("name", "St. Albans") in dropped
+
+
+def test_real_numbers_next_to_frequency_words_are_still_reported() -> None:
+    dropped = {
+        (d.category, d.text)
+        for d in check_summary("Take it daily.", "Take three tablets, twice a day.").dropped
+    }
+    assert ("number", "three") in dropped

@@ -123,8 +123,10 @@ def test_an_injection_in_the_resume_hint_is_flagged_for_review_and_never_injecte
 def test_only_the_latest_sessions_hint_resumes(support_bot: AgentPersona) -> None:
     ask(support_bot, "s-1", 1)
     finish(support_bot, "s-1", resume_hint="Was choosing a plan.")
+    # No summary: the hint is tagged with its session, at the summarizer's authority.
+    tag = "[SOURCE: session:s-1 | AUTHORITY: 2 | AGE: 0 days]"
     assert ask(support_bot, "s-2", 1).context == "\n".join(
-        [PRIORITY, RESUME_LINE, RESUME_HINT_PREFIX + "Was choosing a plan."]
+        [PRIORITY, RESUME_LINE, f"{RESUME_HINT_PREFIX}Was choosing a plan. {tag}"]
     )
     finish(support_bot, "s-2")  # they chose; this session left no hint
 
@@ -184,6 +186,7 @@ def test_a_new_principal_gets_almost_nothing_and_is_seen_from_then_on(support_bo
     alice = Principal.objects.get(external_id="alice")
     assert alice.last_seen_at is not None
     assert timezone.now() - alice.last_seen_at < timedelta(minutes=1)
+    tag = "[SOURCE: session:s-1 | AUTHORITY: 2 | AGE: 0 days]"
     assert ask(support_bot, "s-2", 1).context == "\n".join(
-        [PRIORITY, RESUME_LINE, RESUME_HINT_PREFIX + "Set up their account."]
+        [PRIORITY, RESUME_LINE, f"{RESUME_HINT_PREFIX}Set up their account. {tag}"]
     )

@@ -274,7 +274,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["governance.api.parsers.BoundedJSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": [],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "governance.api.schema.ContractAutoSchema",
     "EXCEPTION_HANDLER": "governance.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_THROTTLE_CLASSES": ["governance.api.throttling.CredentialRateThrottle"],

@@ -142,19 +142,21 @@ class ContractAutoSchema(AutoSchema):
     can be too large (413). An operation's own documentation of a status wins.
     """
 
-    def get_response_serializers(self) -> Any:
-        declared = super().get_response_serializers()
-        if not isinstance(declared, dict):
-            # Every operation states its success status explicitly, so a status
-            # code is never guessed from the method.
+    # extend_schema subclasses this class per view and answers get_response_serializers
+    # itself, so the errors are added one step later, where the bodies are built.
+    def _get_response_bodies(self, direction: Any = "response") -> Any:
+        if not isinstance(self.get_response_serializers(), dict):
+            # Every operation states its success status, so none is guessed from the method.
             raise TypeError(
                 f"{self.method} {self.path}: declare responses as {{status: serializer}} in extend_schema"
             )
-        responses = dict(declared)
-        present = {str(code) for code in declared}
+        responses = super()._get_response_bodies(direction)
         for status in self._error_statuses():
-            if str(status) not in present:
-                responses[status] = error_response(status)
+            code = str(status)
+            if code not in responses:
+                responses[code] = self._get_response_for_code(
+                    error_response(status), code, direction=direction
+                )
         return responses
 
     def get_override_parameters(self) -> list[Any]:
@@ -177,7 +179,7 @@ class ContractAutoSchema(AutoSchema):
         has_query = any(
             (isinstance(p, OpenApiParameter) and p.location == OpenApiParameter.QUERY)
             or (isinstance(p, type) and issubclass(p, serializers.Serializer))
-            for p in super().get_override_parameters()
+            for p in self.get_override_parameters()
         )
         has_body = self.method in BODY_METHODS and self.get_request_serializer() is not None
         if has_body or has_query:
@@ -185,3 +187,23 @@ class ContractAutoSchema(AutoSchema):
         if has_body:
             statuses.append(413)
         return sorted(statuses)
+
+
+def blank_query_means_absent(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """Optional query parameters accept an empty value, as DRF reads it: not given.
+
+    DRF treats ``?action=`` like no ``action`` for an optional field (a form
+    submitted with an empty filter), while drf-spectacular documents such a
+    parameter with ``minLength: 1``; the contract says what the server does.
+    """
+    for item in result.get("paths", {}).values():
+        for operation in item.values():
+            for parameter in operation.get("parameters", []) if isinstance(operation, dict) else []:
+                schema = parameter.get("schema", {})
+                if (
+                    parameter.get("in") == "query"
+                    and not parameter.get("required")
+                    and schema.get("minLength") == 1
+                ):
+                    del schema["minLength"]
+    return result

@@ -30,7 +30,7 @@ FUTURE_SKEW = timedelta(minutes=5)
 
 
 class SourceSerializer(serializers.Serializer):
-    type = serializers.ChoiceField(choices=SourceType.values)
+    type = serializers.ChoiceField(choices=SourceType.choices)
     ref = serializers.CharField(max_length=REF_MAX_CHARS, trim_whitespace=True)
     observed_at = serializers.DateTimeField()
 
@@ -121,7 +121,7 @@ class FactRefSerializer(serializers.Serializer):
 
 class WriteCreatedSerializer(serializers.Serializer):
     id = serializers.IntegerField()
-    status = serializers.ChoiceField(choices=WriteStatus.values)
+    status = serializers.ChoiceField(choices=WriteStatus.choices)
     fact = FactRefSerializer(allow_null=True)
     findings = FindingSerializer(many=True)
     supersedes = serializers.ListField(child=serializers.IntegerField())
@@ -143,8 +143,8 @@ class DecisionOutSerializer(serializers.Serializer):
 
 class WriteDetailSerializer(serializers.Serializer):
     id = serializers.IntegerField()
-    status = serializers.ChoiceField(choices=WriteStatus.values, help_text="Where the write is now.")
-    outcome = serializers.ChoiceField(choices=WriteStatus.values, help_text="What the write guard decided.")
+    status = serializers.ChoiceField(choices=WriteStatus.choices, help_text="Where the write is now.")
+    outcome = serializers.ChoiceField(choices=WriteStatus.choices, help_text="What the write guard decided.")
     principal = serializers.CharField(allow_null=True)
     kind = serializers.CharField()
     key = serializers.CharField(allow_null=True)

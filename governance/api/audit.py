@@ -73,7 +73,8 @@ class ExportQuery(HistoryQuery):
 
 
 class HistoryRowSerializer(serializers.Serializer):
-    source = serializers.ChoiceField(
+    # DRF moves declared fields off the class: these do not shadow Field.source or Serializer.data.
+    source = serializers.ChoiceField(  # type: ignore[assignment]
         choices=["audit", "retrieval"], help_text="An audit entry or a retrieval event."
     )
     id = serializers.IntegerField()
@@ -86,7 +87,7 @@ class HistoryRowSerializer(serializers.Serializer):
     object_id = serializers.CharField(allow_blank=True)
     principal = serializers.CharField(allow_null=True)
     reason = serializers.CharField(allow_blank=True)
-    data = serializers.DictField(
+    data = serializers.DictField(  # type: ignore[assignment]
         help_text="What the entry records; its keys depend on the action (fact.withdrawn, ...)."
     )
     request_id = serializers.CharField(allow_blank=True)

@@ -35,7 +35,7 @@ class FactSerializer(serializers.Serializer):
     statement = serializers.CharField(allow_blank=True, help_text="Empty once withdrawn (erased).")
     status = serializers.CharField()
     status_reason = serializers.CharField(allow_blank=True)
-    source = FactSourceSerializer()
+    source = FactSourceSerializer()  # type: ignore[assignment]  # a declared field, not Field.source
     authority = serializers.IntegerField()
     confidence = serializers.CharField()
     valid_from = Timestamp(allow_null=True)

@@ -61,7 +61,11 @@ def _policy_field(name: str, default: Any, *, request: bool) -> serializers.Fiel
     if isinstance(default, bool):
         return serializers.BooleanField(**common)
     if isinstance(default, int):
-        return serializers.IntegerField(min_value=low, max_value=high, **common)
+        return serializers.IntegerField(
+            min_value=None if low is None else int(low),
+            max_value=None if high is None else int(high),
+            **common,
+        )
     if isinstance(default, float):
         if request:
             return serializers.FloatField(min_value=low, max_value=high, **common)

@@ -59,7 +59,7 @@ class ReviewRowSerializer(serializers.Serializer):
     kind = serializers.CharField()
     key = serializers.CharField(allow_null=True)
     statement = serializers.CharField(allow_blank=True)
-    source = SourceOutSerializer()
+    source = SourceOutSerializer()  # type: ignore[assignment]  # a declared field, not Field.source
     authority = serializers.IntegerField()
     risk = serializers.IntegerField(help_text="Higher is riskier; the queue is ordered by it.")
     findings = FindingSerializer(many=True)

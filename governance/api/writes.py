@@ -149,7 +149,7 @@ class WriteDetailSerializer(serializers.Serializer):
     kind = serializers.CharField()
     key = serializers.CharField(allow_null=True)
     statement = serializers.CharField()
-    source = SourceOutSerializer()
+    source = SourceOutSerializer()  # type: ignore[assignment]  # a declared field, not Field.source
     authority = serializers.IntegerField()
     requested_authority = serializers.IntegerField(allow_null=True)
     valid_from = Timestamp(allow_null=True)

@@ -7,7 +7,7 @@ GET /api/v1/admin/reviews and POST /api/v1/admin/reviews/{write_id}/decision
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -26,7 +26,9 @@ MAX_LIMIT = 200
 
 class QueueQuerySerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=review_selectors.QUEUE_STATUSES, required=False)
-    cursor = serializers.CharField(required=False, allow_blank=True)
+    cursor = serializers.CharField(
+        required=False, allow_blank=True, help_text="The `next` value of the previous page."
+    )
     limit = serializers.IntegerField(
         min_value=1, max_value=MAX_LIMIT, required=False, default=review_selectors.PAGE_SIZE
     )
@@ -98,13 +100,7 @@ class ReviewQueue(GovernanceAPIView):
 
     @extend_schema(
         responses={200: ReviewQueuePageSerializer},
-        parameters=[
-            OpenApiParameter("status", str, enum=list(review_selectors.QUEUE_STATUSES), required=False),
-            OpenApiParameter(
-                "cursor", str, required=False, description="The `next` value of the previous page."
-            ),
-            OpenApiParameter("limit", int, required=False),
-        ],
+        parameters=[QueueQuerySerializer],
         summary="Pending and quarantined writes, riskiest first, then oldest",
     )
     def get(self, request: Request) -> Response:

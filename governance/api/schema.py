@@ -192,18 +192,23 @@ class ContractAutoSchema(AutoSchema):
 def blank_query_means_absent(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
     """Optional query parameters accept an empty value, as DRF reads it: not given.
 
-    DRF treats ``?action=`` like no ``action`` for an optional field (a form
-    submitted with an empty filter), while drf-spectacular documents such a
-    parameter with ``minLength: 1``; the contract says what the server does.
+    DRF treats ``?mode=`` or ``?limit=`` like no such parameter when it is
+    optional (a form submitted with an empty filter), while drf-spectacular
+    documents ``minLength: 1``, an enum without "" or a bare integer; the
+    contract says what the server does (the fuzzer found the difference).
     """
     for item in result.get("paths", {}).values():
         for operation in item.values():
             for parameter in operation.get("parameters", []) if isinstance(operation, dict) else []:
+                if parameter.get("in") != "query" or parameter.get("required"):
+                    continue
                 schema = parameter.get("schema", {})
-                if (
-                    parameter.get("in") == "query"
-                    and not parameter.get("required")
-                    and schema.get("minLength") == 1
-                ):
-                    del schema["minLength"]
+                if "enum" in schema:
+                    schema.pop("minLength", None)
+                    if "" not in schema["enum"]:
+                        schema["enum"] = [*schema["enum"], ""]
+                elif schema.get("type") == "string":
+                    schema.pop("minLength", None)
+                else:
+                    parameter["schema"] = {"anyOf": [schema, {"type": "string", "maxLength": 0}]}
     return result

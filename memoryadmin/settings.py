@@ -274,7 +274,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["governance.api.parsers.BoundedJSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": [],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "governance.api.schema.ContractAutoSchema",
     "EXCEPTION_HANDLER": "governance.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_THROTTLE_CLASSES": ["governance.api.throttling.CredentialRateThrottle"],
@@ -288,6 +288,21 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "governance.api.schema.blank_query_means_absent",
+    ],
+    # One name per vocabulary, however many fields use it (a generated client
+    # gets one FactKind type, not KindD70Enum).
+    "ENUM_NAME_OVERRIDES": {
+        "FactKindEnum": "governance.rules.policy.FACT_KINDS",
+        "SourceTypeEnum": "governance.models.facts.SourceType",
+        "WriteStatusEnum": "governance.models.writes.WriteStatus",
+        "ReviewQueueStatusEnum": "governance.selectors.reviews.QUEUE_STATUSES",
+        "ExclusionReasonEnum": "governance.rules.retrieval.REASONS",
+        "RetrievalModeEnum": "governance.rules.retrieval.MODES",
+        "JobStatusEnum": "governance.models.jobs.JobStatus",
+    },
 }
 
 # Embeddings (governance.embeddings): "local" runs all-MiniLM-L6-v2 on the CPU

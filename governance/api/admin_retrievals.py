@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -12,6 +11,7 @@ from rest_framework.response import Response
 
 from governance import access
 from governance.api.base import GovernanceAPIView, check_period
+from governance.api.schema import Timestamp
 from governance.models import RetrievalEvent
 from governance.models.retrievals import MODES, REASONS
 from governance.selectors import retrievals as selectors
@@ -57,6 +57,34 @@ class RetrievalLogQuery(serializers.Serializer):
         )
 
 
+class RetrievalSummarySerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    project = serializers.CharField()
+    agent = serializers.CharField()
+    principal = serializers.CharField(allow_null=True)
+    session = serializers.CharField(allow_null=True)
+    round = serializers.IntegerField()
+    mode = serializers.ChoiceField(choices=MODES)
+    identity_verified = serializers.BooleanField()
+    policy_version = serializers.IntegerField()
+    query = serializers.CharField(allow_blank=True)
+    context = serializers.CharField(allow_blank=True)  # type: ignore[assignment]
+    tokens_used = serializers.IntegerField()
+    token_budget = serializers.IntegerField()
+    candidates = serializers.IntegerField()
+    excluded = serializers.IntegerField()
+    reasons = serializers.ListField(
+        child=serializers.ChoiceField(choices=REASONS), help_text="Distinct exclusion reasons."
+    )
+    static_block_cached = serializers.BooleanField()
+    created_at = Timestamp()
+
+
+class RetrievalLogPageSerializer(serializers.Serializer):
+    results = RetrievalSummarySerializer(many=True)
+    next = serializers.CharField(allow_null=True, help_text="Pass as `cursor` for the next page.")
+
+
 def event_summary(event: RetrievalEvent) -> dict[str, object]:
     return {
         "id": event.pk,
@@ -82,7 +110,7 @@ def event_summary(event: RetrievalEvent) -> dict[str, object]:
 
 class RetrievalLog(GovernanceAPIView):
     @extend_schema(
-        responses={200: OpenApiTypes.OBJECT},
+        responses={200: RetrievalLogPageSerializer},
         parameters=[RetrievalLogQuery],
         summary="The retrieval log, newest first (keyset pages)",
     )
@@ -95,4 +123,5 @@ class RetrievalLog(GovernanceAPIView):
             after=query.validated_data.get("cursor"),
             limit=query.validated_data["limit"],
         )
-        return Response({"results": [event_summary(e) for e in page.events], "next": page.next_cursor})
+        body = {"results": [event_summary(e) for e in page.events], "next": page.next_cursor}
+        return Response(RetrievalLogPageSerializer(body).data)

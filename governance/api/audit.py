@@ -21,6 +21,7 @@ from rest_framework.response import Response
 from governance import access
 from governance.api.base import GovernanceAPIView, check_period
 from governance.api.limits import db_id
+from governance.api.schema import Timestamp
 from governance.exports import export_response
 from governance.rules.export import FORMATS
 from governance.selectors import audit as selectors
@@ -71,9 +72,37 @@ class ExportQuery(HistoryQuery):
     format = serializers.ChoiceField(choices=FORMATS, required=False, default="jsonl")
 
 
+class HistoryRowSerializer(serializers.Serializer):
+    # DRF moves declared fields off the class: these do not shadow Field.source or Serializer.data.
+    source = serializers.ChoiceField(  # type: ignore[assignment]
+        choices=["audit", "retrieval"], help_text="An audit entry or a retrieval event."
+    )
+    id = serializers.IntegerField()
+    project = serializers.CharField()
+    sequence = serializers.IntegerField(allow_null=True, help_text="Position in the project's audit chain.")
+    created_at = Timestamp()
+    actor = serializers.CharField()
+    action = serializers.CharField()
+    object_type = serializers.CharField(allow_blank=True)
+    object_id = serializers.CharField(allow_blank=True)
+    principal = serializers.CharField(allow_null=True)
+    reason = serializers.CharField(allow_blank=True)
+    data = serializers.DictField(  # type: ignore[assignment]
+        help_text="What the entry records; its keys depend on the action (fact.withdrawn, ...)."
+    )
+    request_id = serializers.CharField(allow_blank=True)
+    previous_hash = serializers.CharField(allow_blank=True)
+    entry_hash = serializers.CharField(allow_blank=True)
+
+
+class HistoryPageSerializer(serializers.Serializer):
+    results = HistoryRowSerializer(many=True)
+    next = serializers.CharField(allow_null=True, help_text="Pass as `cursor` for the next page.")
+
+
 class AuditHistory(GovernanceAPIView):
     @extend_schema(
-        responses={200: OpenApiTypes.OBJECT},
+        responses={200: HistoryPageSerializer},
         parameters=[HistoryPageQuery],
         summary="The audit history and retrievals, newest first",
     )
@@ -86,7 +115,8 @@ class AuditHistory(GovernanceAPIView):
             after=query.validated_data.get("cursor"),
             limit=query.validated_data["limit"],
         )
-        return Response({"results": [item.export_row() for item in page.items], "next": page.next_cursor})
+        body = {"results": [item.export_row() for item in page.items], "next": page.next_cursor}
+        return Response(HistoryPageSerializer(body).data)
 
 
 class _IgnoreFormatParameter(DefaultContentNegotiation):
@@ -104,7 +134,12 @@ class AuditExport(GovernanceAPIView):
 
     @extend_schema(
         parameters=[ExportQuery],
-        responses={200: OpenApiResponse(OpenApiTypes.BINARY, description="CSV or JSON Lines, streamed")},
+        responses={
+            (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="CSV, streamed (format=csv)"),
+            (200, "application/jsonl"): OpenApiResponse(
+                OpenApiTypes.STR, description="JSON Lines, one row per line, streamed (format=jsonl)"
+            ),
+        },
         summary="Export the audit history (streamed, oldest first)",
     )
     def get(self, request: Request) -> StreamingHttpResponse:

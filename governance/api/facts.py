@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.request import Request
@@ -13,11 +12,79 @@ from rest_framework.response import Response
 
 from governance.api.base import AgentAPIView
 from governance.api.errors import Conflict
+from governance.api.schema import Timestamp, error_response
 from governance.models import Fact, Principal
 from governance.models.projects import KeyScope
 from governance.rules.retrieval import age_in_days
 from governance.selectors import facts as fact_selectors
 from governance.services import facts as fact_service
+
+
+class FactSourceSerializer(serializers.Serializer):
+    type = serializers.CharField()
+    ref = serializers.CharField()
+    observed_at = Timestamp()
+    writer = serializers.CharField(help_text="Who wrote it: agent:<slug>, user:<name>, ...")
+
+
+class FactSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    principal = serializers.CharField(allow_null=True, help_text="Null for a project fact.")
+    kind = serializers.CharField()
+    key = serializers.CharField(allow_null=True)
+    statement = serializers.CharField(allow_blank=True, help_text="Empty once withdrawn (erased).")
+    status = serializers.CharField()
+    status_reason = serializers.CharField(allow_blank=True)
+    source = FactSourceSerializer()  # type: ignore[assignment]  # a declared field, not Field.source
+    authority = serializers.IntegerField()
+    confidence = serializers.CharField()
+    valid_from = Timestamp(allow_null=True)
+    valid_to = Timestamp(allow_null=True)
+    recorded_at = Timestamp()
+    last_verified_at = Timestamp()
+    age_days = serializers.IntegerField(help_text="Days since last verified.")
+    embedded = serializers.BooleanField()
+    token_count = serializers.IntegerField()
+
+
+class MemorySerializer(FactSerializer):
+    tier = serializers.ChoiceField(
+        choices=["recent", "confirm", "stale"], help_text="Freshness under the agent's active policy."
+    )
+
+
+class PrincipalMemoriesSerializer(serializers.Serializer):
+    principal = serializers.CharField()
+    memories = MemorySerializer(many=True)
+
+
+class SupersessionLinkSerializer(serializers.Serializer):
+    old_fact = serializers.IntegerField()
+    old_status = serializers.CharField(allow_null=True)
+    new_fact = serializers.IntegerField()
+    new_status = serializers.CharField(allow_null=True)
+    reason = serializers.CharField(allow_blank=True)
+    decided_by = serializers.CharField(allow_blank=True)
+    at = Timestamp()
+
+
+class FactDetailSerializer(FactSerializer):
+    supersession_chain = SupersessionLinkSerializer(many=True, help_text="The whole chain, oldest first.")
+    supersedes = serializers.ListField(child=serializers.IntegerField())
+    superseded_by = serializers.ListField(child=serializers.IntegerField())
+
+
+class TombstoneSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    reason = serializers.CharField()
+    actor = serializers.CharField()
+    created_at = Timestamp()
+
+
+class WithdrawnSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=["withdrawn"])
+    tombstone = TombstoneSerializer()
 
 
 def fact_body(fact: Fact, *, policy_tiers: tuple[int, int] | None = None) -> dict[str, object]:
@@ -57,10 +124,9 @@ class FactDetail(AgentAPIView):
 
     @extend_schema(
         responses={
-            200: OpenApiTypes.OBJECT,
-            404: OpenApiResponse(
-                OpenApiTypes.OBJECT,
-                description="No such fact in the key's project, or a slot of another agent's session.",
+            200: FactDetailSerializer,
+            404: error_response(
+                404, "No such fact in the key's project, or a slot of another agent's session."
             ),
         },
         summary="One fact with provenance and its supersession chain",
@@ -76,7 +142,7 @@ class FactDetail(AgentAPIView):
         # The direct neighbours, for clients that only need "what replaced this".
         body["supersedes"] = [link["old_fact"] for link in chain if link["new_fact"] == fact.pk]
         body["superseded_by"] = [link["new_fact"] for link in chain if link["old_fact"] == fact.pk]
-        return Response(body)
+        return Response(FactDetailSerializer(body).data)
 
 
 PRINCIPAL_REQUIRED = (
@@ -109,20 +175,18 @@ class FactWithdraw(AgentAPIView):
     @extend_schema(
         request=WithdrawSerializer,
         responses={
-            200: OpenApiTypes.OBJECT,
-            400: OpenApiResponse(
-                OpenApiTypes.OBJECT, description="`reason` or `principal` missing or invalid (field errors)."
+            200: WithdrawnSerializer,
+            400: error_response(400, "`reason` or `principal` missing or invalid (field errors)."),
+            403: error_response(
+                403,
+                "The key lacks the forget scope (`missing_scope`), or the fact is not an agent's to "
+                "withdraw: a project fact (`project_fact`), configuration (`configuration`), or a "
+                "memory waiting for or rejected by a reviewer (`under_review`).",
             ),
-            403: OpenApiResponse(
-                OpenApiTypes.OBJECT,
-                description="Not an agent's to withdraw: a project fact (`project_fact`), configuration "
-                "(`configuration`), or a memory waiting for or rejected by a reviewer (`under_review`).",
+            404: error_response(
+                404, "No such fact visible to this key, or it is not about the named person."
             ),
-            404: OpenApiResponse(
-                OpenApiTypes.OBJECT,
-                description="No such fact visible to this key, or it is not about the named person.",
-            ),
-            409: OpenApiResponse(OpenApiTypes.OBJECT, description="Already withdrawn."),
+            409: error_response(409, "Already withdrawn."),
         },
         summary="Withdraw a fact on the request of the person it is about",
         description="Erases the statement from every copy about that person and leaves a tombstone "
@@ -148,25 +212,25 @@ class FactWithdraw(AgentAPIView):
             raise PermissionDenied(str(exc), code=exc.code) from exc
         except fact_service.FactStateError as exc:
             raise Conflict(str(exc)) from exc
-        return Response(
-            {
-                "id": fact.pk,
-                "status": "withdrawn",
-                "tombstone": {
-                    "id": tombstone.pk,
-                    "reason": tombstone.reason,
-                    "actor": tombstone.actor,
-                    "created_at": tombstone.created_at.isoformat(),
-                },
-            }
-        )
+        body = {
+            "id": fact.pk,
+            "status": "withdrawn",
+            "tombstone": {
+                "id": tombstone.pk,
+                "reason": tombstone.reason,
+                "actor": tombstone.actor,
+                "created_at": tombstone.created_at.isoformat(),
+            },
+        }
+        return Response(WithdrawnSerializer(body).data)
 
 
 class PrincipalMemories(AgentAPIView):
     scopes = {"GET": (KeyScope.READ, "read memories")}
 
     @extend_schema(
-        responses={200: OpenApiTypes.OBJECT}, summary="What the agent currently believes about this person"
+        responses={200: PrincipalMemoriesSerializer},
+        summary="What the agent currently believes about this person",
     )
     def get(self, request: Request, external_id: str) -> Response:
         principal = get_object_or_404(Principal, project=self.project(request), external_id=external_id)
@@ -174,11 +238,8 @@ class PrincipalMemories(AgentAPIView):
         assert agent.active_policy is not None
         policy = agent.active_policy.policy
         facts = fact_selectors.active_memories(principal)
-        return Response(
-            {
-                "principal": principal.external_id,
-                "memories": [
-                    fact_body(f, policy_tiers=(policy.recent_days, policy.confirm_days)) for f in facts
-                ],
-            }
-        )
+        body = {
+            "principal": principal.external_id,
+            "memories": [fact_body(f, policy_tiers=(policy.recent_days, policy.confirm_days)) for f in facts],
+        }
+        return Response(PrincipalMemoriesSerializer(body).data)

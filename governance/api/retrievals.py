@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -11,8 +10,10 @@ from rest_framework.response import Response
 
 from governance.api.base import AgentAPIView
 from governance.api.limits import MAX_ROUND
+from governance.api.schema import Number, Timestamp
 from governance.models import RetrievalEvent
 from governance.models.projects import KeyScope
+from governance.models.retrievals import MODES, REASONS
 from governance.services import retrievals as retrieval_service
 from governance.services.sessions import SessionError
 
@@ -60,6 +61,46 @@ class RetrieveResponseSerializer(serializers.Serializer):
     policy_version = serializers.IntegerField()
     candidates = serializers.IntegerField()
     excluded = serializers.IntegerField()
+
+
+class CandidateSerializer(serializers.Serializer):
+    fact_id = serializers.IntegerField()
+    decision = serializers.ChoiceField(choices=["selected", "excluded"])
+    reason = serializers.ChoiceField(
+        choices=REASONS, allow_null=True, help_text="Why it was excluded; null when selected."
+    )
+    scores = serializers.DictField(
+        child=Number(), help_text="relevance, freshness, confidence and their weighted total."
+    )
+    tier = serializers.CharField(allow_null=True, help_text="recent or confirm; null when not eligible.")
+    age_days = serializers.IntegerField()
+    tokens = serializers.IntegerField()
+    per_round = serializers.BooleanField()
+    rank = serializers.IntegerField(allow_null=True)
+
+
+class RetrievalDetailSerializer(serializers.Serializer):
+    retrieval_id = serializers.IntegerField()
+    agent = serializers.CharField()
+    principal = serializers.CharField(allow_null=True)
+    session = serializers.CharField(allow_null=True)
+    round = serializers.IntegerField()
+    query = serializers.CharField(allow_blank=True)
+    mode = serializers.ChoiceField(choices=MODES)
+    identity_verified = serializers.BooleanField()
+    policy_version = serializers.IntegerField()
+    context = serializers.CharField(help_text="The exact text returned.")  # type: ignore[assignment]
+    tokens_used = serializers.IntegerField()
+    token_budget = serializers.IntegerField()
+    candidates = CandidateSerializer(many=True)
+    candidate_count = serializers.IntegerField()
+    excluded = serializers.IntegerField()
+    static_block_cached = serializers.BooleanField()
+    cache_note = serializers.CharField(
+        allow_blank=True, help_text="Why a cached block was or was not reused."
+    )
+    timings = serializers.DictField(child=Number(), help_text="Milliseconds per step.")
+    created_at = Timestamp()
 
 
 def event_detail(event: RetrievalEvent) -> dict[str, object]:
@@ -114,14 +155,15 @@ class Retrieve(AgentAPIView):
             event, result = retrieval_service.retrieve(self.agent(request), serializer.to_request())
         except SessionError as exc:
             raise serializers.ValidationError({exc.field: [str(exc)]}) from exc
-        return Response(retrieval_service.response_body(event, result))
+        return Response(RetrieveResponseSerializer(retrieval_service.response_body(event, result)).data)
 
 
 class RetrievalDetail(AgentAPIView):
     scopes = {"GET": (KeyScope.READ, "read retrievals")}
 
     @extend_schema(
-        responses={200: OpenApiTypes.OBJECT}, summary="One retrieval event with every candidate's decision"
+        responses={200: RetrievalDetailSerializer},
+        summary="One retrieval event with every candidate's decision",
     )
     def get(self, request: Request, retrieval_id: int) -> Response:
         event = get_object_or_404(
@@ -129,4 +171,4 @@ class RetrievalDetail(AgentAPIView):
             pk=retrieval_id,
             project=self.project(request),
         )
-        return Response(event_detail(event))
+        return Response(RetrievalDetailSerializer(event_detail(event)).data)

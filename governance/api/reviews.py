@@ -7,8 +7,7 @@ GET /api/v1/admin/reviews and POST /api/v1/admin/reviews/{write_id}/decision
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -16,7 +15,8 @@ from rest_framework.response import Response
 from governance import access
 from governance.api.base import GovernanceAPIView
 from governance.api.errors import Conflict
-from governance.api.writes import write_detail
+from governance.api.schema import Timestamp, error_response
+from governance.api.writes import FindingSerializer, SourceOutSerializer, WriteDetailSerializer, write_detail
 from governance.models import Write
 from governance.selectors import reviews as review_selectors
 from governance.services import reviews as review_service
@@ -26,7 +26,9 @@ MAX_LIMIT = 200
 
 class QueueQuerySerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=review_selectors.QUEUE_STATUSES, required=False)
-    cursor = serializers.CharField(required=False, allow_blank=True)
+    cursor = serializers.CharField(
+        required=False, allow_blank=True, help_text="The `next` value of the previous page."
+    )
     limit = serializers.IntegerField(
         min_value=1, max_value=MAX_LIMIT, required=False, default=review_selectors.PAGE_SIZE
     )
@@ -50,6 +52,26 @@ class DecisionSerializer(serializers.Serializer):
         if attrs.get("statement") is not None and attrs["action"] == "reject":
             raise serializers.ValidationError({"statement": ["Only an approval can edit the statement."]})
         return attrs
+
+
+class ReviewRowSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=review_selectors.QUEUE_STATUSES)
+    principal = serializers.CharField(allow_null=True)
+    kind = serializers.CharField()
+    key = serializers.CharField(allow_null=True)
+    statement = serializers.CharField(allow_blank=True)
+    source = SourceOutSerializer()  # type: ignore[assignment]  # a declared field, not Field.source
+    authority = serializers.IntegerField()
+    risk = serializers.IntegerField(help_text="Higher is riskier; the queue is ordered by it.")
+    findings = FindingSerializer(many=True)
+    conflicts_with = serializers.IntegerField(allow_null=True, help_text="The active fact it would replace.")
+    created_at = Timestamp()
+
+
+class ReviewQueuePageSerializer(serializers.Serializer):
+    results = ReviewRowSerializer(many=True)
+    next = serializers.CharField(allow_null=True, help_text="Pass as `cursor` for the next page.")
 
 
 def review_row(write: Write) -> dict[str, object]:
@@ -77,14 +99,8 @@ class ReviewQueue(GovernanceAPIView):
     write_roles = access.REVIEW_ROLES
 
     @extend_schema(
-        responses={200: OpenApiTypes.OBJECT},
-        parameters=[
-            OpenApiParameter("status", str, enum=list(review_selectors.QUEUE_STATUSES), required=False),
-            OpenApiParameter(
-                "cursor", str, required=False, description="The `next` value of the previous page."
-            ),
-            OpenApiParameter("limit", int, required=False),
-        ],
+        responses={200: ReviewQueuePageSerializer},
+        parameters=[QueueQuerySerializer],
         summary="Pending and quarantined writes, riskiest first, then oldest",
     )
     def get(self, request: Request) -> Response:
@@ -96,12 +112,11 @@ class ReviewQueue(GovernanceAPIView):
             after=query.validated_data.get("cursor"),
             limit=query.validated_data["limit"],
         )
-        return Response(
-            {
-                "results": [review_row(w) for w in page.writes],
-                "next": page.next.encode() if page.next else None,
-            }
-        )
+        body = {
+            "results": [review_row(w) for w in page.writes],
+            "next": page.next.encode() if page.next else None,
+        }
+        return Response(ReviewQueuePageSerializer(body).data)
 
 
 class ReviewDecisionView(GovernanceAPIView):
@@ -109,10 +124,10 @@ class ReviewDecisionView(GovernanceAPIView):
 
     @extend_schema(
         responses={
-            200: OpenApiTypes.OBJECT,
-            409: OpenApiResponse(
-                OpenApiTypes.OBJECT,
-                description="Already decided, or an approval of a statement that was withdrawn for "
+            200: WriteDetailSerializer,
+            409: error_response(
+                409,
+                "Already decided, or an approval of a statement that was withdrawn for "
                 "this person (code `withdrawn`; rejecting it is still possible).",
             ),
         },
@@ -139,4 +154,4 @@ class ReviewDecisionView(GovernanceAPIView):
         decided = Write.objects.select_related("principal", "session", "fact", "decision__reviewer").get(
             pk=write.pk
         )
-        return Response(write_detail(decided))
+        return Response(WriteDetailSerializer(write_detail(decided)).data)

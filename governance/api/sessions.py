@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -12,6 +11,8 @@ from rest_framework.response import Response
 
 from governance.api.base import AgentAPIView
 from governance.api.errors import Conflict, TooManyPending
+from governance.api.schema import Timestamp, error_response
+from governance.api.writes import FactRefSerializer, FindingSerializer
 from governance.models.projects import KeyScope
 from governance.rules.summaries import MAX_SOURCE_CHARS, MAX_SUMMARY_CHARS
 from governance.services import sessions as session_service
@@ -66,11 +67,51 @@ class EndSessionSerializer(serializers.Serializer):
         )
 
 
+class DroppedItemSerializer(serializers.Serializer):
+    category = serializers.CharField(help_text="What kind of thing was dropped: a name, a number, ...")
+    text = serializers.CharField(help_text="The dropped text, quoted from the source text.")
+    start = serializers.IntegerField()
+    end = serializers.IntegerField()
+
+
+class SummaryCheckSerializer(serializers.Serializer):
+    material = serializers.BooleanField(help_text="True: the summary dropped something and goes to review.")
+    dropped = DroppedItemSerializer(many=True)
+
+
+class SummaryWriteSerializer(serializers.Serializer):
+    write_id = serializers.IntegerField()
+    status = serializers.CharField()
+    fact = FactRefSerializer(allow_null=True)
+    findings = FindingSerializer(many=True)
+    check = SummaryCheckSerializer(allow_null=True, help_text="Null when no source text was given.")
+
+
+class SessionEndedSerializer(serializers.Serializer):
+    session = serializers.CharField()
+    ended_at = Timestamp(allow_null=True)
+    resume_hint = serializers.CharField(allow_blank=True)
+    resume_hint_findings = FindingSerializer(
+        many=True, help_text="Non-empty: the hint looked like an injection and will not be injected."
+    )
+    slots_ended = serializers.IntegerField(help_text="Working-memory slots of the session that ended.")
+    summary = SummaryWriteSerializer(allow_null=True, help_text="Null when the summary was empty.")
+
+
 class EndSession(AgentAPIView):
     scopes = {"POST": (KeyScope.WRITE, "end sessions")}
 
     @extend_schema(
-        responses={200: OpenApiTypes.OBJECT},
+        responses={
+            200: SessionEndedSerializer,
+            409: error_response(409, "The session has already ended."),
+            429: error_response(
+                429,
+                "Rate limited (`rate_limited`, with Retry-After), or the summary would wait for "
+                "review and the agent's review queue is full (`review_queue_full`); the session "
+                "stays open.",
+            ),
+        },
         request=EndSessionSerializer,
         summary="End a session with its summary and resume hint",
     )
@@ -88,23 +129,27 @@ class EndSession(AgentAPIView):
             raise TooManyPending(str(exc)) from exc
         write = result.write
         return Response(
-            {
-                "session": result.session.external_id,
-                "ended_at": result.session.ended_at.isoformat() if result.session.ended_at else None,
-                "resume_hint": result.session.resume_hint,
-                # Non-empty: the hint looked like an injection (R5) and will not be injected.
-                "resume_hint_findings": [f.to_dict() for f in result.hint_findings],
-                "slots_ended": result.slots_ended,
-                "summary": (
-                    {
-                        "write_id": write.pk,
-                        "status": write.status,
-                        "fact": {"id": write.fact.pk, "status": write.fact.status} if write.fact else None,
-                        "findings": write.findings,
-                        "check": result.check.to_dict() if result.check else None,
-                    }
-                    if write
-                    else None
-                ),
-            }
+            SessionEndedSerializer(
+                {
+                    "session": result.session.external_id,
+                    "ended_at": result.session.ended_at.isoformat() if result.session.ended_at else None,
+                    "resume_hint": result.session.resume_hint,
+                    # Non-empty: the hint looked like an injection (R5) and will not be injected.
+                    "resume_hint_findings": [f.to_dict() for f in result.hint_findings],
+                    "slots_ended": result.slots_ended,
+                    "summary": (
+                        {
+                            "write_id": write.pk,
+                            "status": write.status,
+                            "fact": {"id": write.fact.pk, "status": write.fact.status}
+                            if write.fact
+                            else None,
+                            "findings": write.findings,
+                            "check": result.check.to_dict() if result.check else None,
+                        }
+                        if write
+                        else None
+                    ),
+                }
+            ).data
         )

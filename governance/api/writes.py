@@ -7,8 +7,7 @@ from datetime import timedelta
 
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -16,9 +15,11 @@ from rest_framework.response import Response
 from governance.api.base import AgentAPIView
 from governance.api.errors import Conflict, SourceForbidden, TooManyPending, _flatten
 from governance.api.limits import db_id
+from governance.api.schema import Number, Timestamp, error_response
 from governance.models import Write
 from governance.models.facts import FactKind, SourceType
 from governance.models.projects import KeyScope
+from governance.models.writes import WriteStatus
 from governance.rules.provenance import REF_MAX_CHARS
 from governance.rules.text import MAX_STATEMENT_CHARS
 from governance.services import writes as write_service
@@ -29,7 +30,7 @@ FUTURE_SKEW = timedelta(minutes=5)
 
 
 class SourceSerializer(serializers.Serializer):
-    type = serializers.ChoiceField(choices=SourceType.values)
+    type = serializers.ChoiceField(choices=SourceType.choices)
     ref = serializers.CharField(max_length=REF_MAX_CHARS, trim_whitespace=True)
     observed_at = serializers.DateTimeField()
 
@@ -88,6 +89,12 @@ class WriteRequestSerializer(serializers.Serializer):
         )
 
 
+class NearestAttackSerializer(serializers.Serializer):
+    text = serializers.CharField(help_text="The known attack the statement read most like.")
+    category = serializers.CharField(help_text="Its kind, in plain words.")
+    similarity = Number(help_text="Cosine similarity, 0-1.")
+
+
 class FindingSerializer(serializers.Serializer):
     check = serializers.CharField()
     severity = serializers.CharField()
@@ -104,22 +111,61 @@ class FindingSerializer(serializers.Serializer):
         help_text="[start, end) of the evidence in the field's text.",
     )
     field = serializers.CharField(required=False, help_text="statement, source_ref or key.")
-    nearest = serializers.DictField(
-        required=False, help_text="The closest known attack: text, category, similarity."
-    )
+    nearest = NearestAttackSerializer(required=False, help_text="The closest known attack.")
+
+
+class FactRefSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    status = serializers.CharField()
 
 
 class WriteCreatedSerializer(serializers.Serializer):
     id = serializers.IntegerField()
-    status = serializers.CharField()
-    fact = inline_serializer(
-        "FactRef", {"id": serializers.IntegerField(), "status": serializers.CharField()}, allow_null=True
-    )
+    status = serializers.ChoiceField(choices=WriteStatus.choices)
+    fact = FactRefSerializer(allow_null=True)
     findings = FindingSerializer(many=True)
     supersedes = serializers.ListField(child=serializers.IntegerField())
 
 
+class SourceOutSerializer(serializers.Serializer):
+    type = serializers.CharField()
+    ref = serializers.CharField()
+    observed_at = Timestamp()
+
+
+class DecisionOutSerializer(serializers.Serializer):
+    action = serializers.CharField()
+    reason = serializers.CharField()
+    reviewer = serializers.CharField()
+    statement = serializers.CharField(allow_null=True, help_text="The edited statement, if edited.")
+    created_at = Timestamp()
+
+
+class WriteDetailSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=WriteStatus.choices, help_text="Where the write is now.")
+    outcome = serializers.ChoiceField(choices=WriteStatus.choices, help_text="What the write guard decided.")
+    principal = serializers.CharField(allow_null=True)
+    kind = serializers.CharField()
+    key = serializers.CharField(allow_null=True)
+    statement = serializers.CharField()
+    source = SourceOutSerializer()  # type: ignore[assignment]  # a declared field, not Field.source
+    authority = serializers.IntegerField()
+    requested_authority = serializers.IntegerField(allow_null=True)
+    valid_from = Timestamp(allow_null=True)
+    valid_to = Timestamp(allow_null=True)
+    session = serializers.CharField(allow_null=True)
+    derived_from_retrieval = serializers.IntegerField(allow_null=True)
+    findings = FindingSerializer(many=True)
+    decisions = DecisionOutSerializer(many=True)
+    fact = FactRefSerializer(allow_null=True)
+    conflicts_with = serializers.IntegerField(allow_null=True)
+    supersedes = serializers.ListField(child=serializers.IntegerField())
+    created_at = Timestamp()
+
+
 def write_detail(write: Write) -> dict[str, object]:
+    """The body of GET /writes/{id} and of a review decision (WriteDetailSerializer)."""
     decision = getattr(write, "decision", None) if hasattr(write, "decision") else None
     supersedes = list(write.fact.supersedes.values_list("old_fact_id", flat=True)) if write.fact else []
     return {
@@ -167,8 +213,31 @@ class WriteListCreate(AgentAPIView):
 
     @extend_schema(
         request=WriteRequestSerializer,
-        responses={201: WriteCreatedSerializer},
-        parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False)],
+        responses={
+            201: WriteCreatedSerializer,
+            403: error_response(
+                403,
+                "The key lacks the write scope (`missing_scope`), or this agent may not claim the "
+                "source type (`source_not_allowed`; `fields` lists the types it may use).",
+            ),
+            409: error_response(
+                409, "The Idempotency-Key was used before with a different body; nothing was written."
+            ),
+            429: error_response(
+                429,
+                "Rate limited (`rate_limited`, with Retry-After), or the agent already has as many "
+                "writes waiting for review as it may (`review_queue_full`).",
+            ),
+        },
+        parameters=[
+            OpenApiParameter(
+                "Idempotency-Key",
+                str,
+                OpenApiParameter.HEADER,
+                required=False,
+                description="Up to 200 characters: the same key and body answer the first response.",
+            )
+        ],
         summary="Propose a memory write",
     )
     def post(self, request: Request) -> Response:
@@ -189,7 +258,7 @@ class WriteListCreate(AgentAPIView):
             raise serializers.ValidationError({exc.field: [str(exc)]}) from exc
         except write_service.ReviewQueueFull as exc:
             raise TooManyPending(str(exc)) from exc
-        return Response(write.response, status=status.HTTP_201_CREATED)
+        return Response(WriteCreatedSerializer(write.response).data, status=status.HTTP_201_CREATED)
 
 
 class WriteBatchRequestSerializer(serializers.Serializer):
@@ -304,11 +373,13 @@ def _item(
 class WriteDetail(AgentAPIView):
     scopes = {"GET": (KeyScope.READ, "read writes")}
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT}, summary="A write, its findings, decisions and fact")
+    @extend_schema(
+        responses={200: WriteDetailSerializer}, summary="A write, its findings, decisions and fact"
+    )
     def get(self, request: Request, write_id: int) -> Response:
         write = get_object_or_404(
             Write.objects.select_related("principal", "session", "fact", "decision__reviewer"),
             pk=write_id,
             project=self.project(request),
         )
-        return Response(write_detail(write))
+        return Response(WriteDetailSerializer(write_detail(write)).data)

@@ -210,9 +210,9 @@ class ErasureDetail(AgentAPIView):
         },
         summary="An erasure's progress and, once done, its receipt",
     )
-    def get(self, request: Request, job_id: UUID) -> Response:
+    def get(self, request: Request, erasure_id: UUID) -> Response:
         projects = Project.objects.filter(pk=self.project(request).pk)
-        return Response(job_body(get_object_or_404(selectors.erasure_job(projects, job_id))))
+        return Response(job_body(get_object_or_404(selectors.erasure_job(projects, erasure_id))))
 
 
 class AdminForgetPrincipal(GovernanceAPIView):
@@ -246,7 +246,7 @@ class AdminErasureDetail(GovernanceAPIView):
         },
         summary="An erasure's progress and, once done, its receipt",
     )
-    def get(self, request: Request, job_id: UUID) -> Response:
-        job = get_object_or_404(selectors.erasure_job(access.projects_of(request.user), job_id))
+    def get(self, request: Request, erasure_id: UUID) -> Response:
+        job = get_object_or_404(selectors.erasure_job(access.projects_of(request.user), erasure_id))
         self.check(request, job.project_id)
         return Response(job_body(job))

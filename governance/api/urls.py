@@ -23,7 +23,7 @@ urlpatterns = [
     path("retrievals/<id:retrieval_id>", retrievals.RetrievalDetail.as_view(), name="api-retrieval"),
     path("principals/<extid:external_id>/memories", facts.PrincipalMemories.as_view(), name="api-memories"),
     path("principals/<extid:external_id>/forget", erasures.ForgetPrincipal.as_view(), name="api-forget"),
-    path("erasures/<uuid:job_id>", erasures.ErasureDetail.as_view(), name="api-erasure"),
+    path("erasures/<uuid:erasure_id>", erasures.ErasureDetail.as_view(), name="api-erasure"),
     path("facts/<id:fact_id>", facts.FactDetail.as_view(), name="api-fact"),
     path("facts/<id:fact_id>/withdraw", facts.FactWithdraw.as_view(), name="api-fact-withdraw"),
     path("sessions/<extid:session_id>/end", sessions.EndSession.as_view(), name="api-session-end"),
@@ -48,7 +48,7 @@ urlpatterns = [
         erasures.AdminForgetPrincipal.as_view(),
         name="api-admin-forget",
     ),
-    path("admin/erasures/<uuid:job_id>", erasures.AdminErasureDetail.as_view(), name="api-admin-erasure"),
+    path("admin/erasures/<uuid:erasure_id>", erasures.AdminErasureDetail.as_view(), name="api-admin-erasure"),
     path("admin/audit", AuditHistory.as_view(), name="api-admin-audit"),
     path("admin/audit/export", AuditExport.as_view(), name="api-admin-audit-export"),
 ]

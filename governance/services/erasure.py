@@ -265,8 +265,9 @@ def erase_fact_batch(job_id: UUID, batch_size: int = BATCH) -> int:
         "OR strpos(source_ref, %s) > 0)",
         [ERASED_REASON, external_id or pseudonym, pseudonym, ids, ERASED_REASON, external_id or pseudonym],
     )
-    session_blocks.invalidate(ids)
+    dropped = session_blocks.invalidate(ids)
     counts = rules.empty_counts()
+    counts["session_blocks"] = dropped
     for f in facts:
         counts["facts"][f["kind"]] += 1
     tombstone_ids = [t.pk for t in created]

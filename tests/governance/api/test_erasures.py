@@ -147,6 +147,6 @@ def test_the_schema_describes_the_forget_operations_with_typed_bodies(db):
         post = schema["paths"][path]["post"]
         assert "$ref" in str(post["requestBody"]["content"]["application/json"]["schema"])
         assert "ErasureJob" in str(post["responses"]["202"]) and "DryRun" in str(post["responses"]["200"])
-    for path in ("/api/v1/erasures/{job_id}", "/api/v1/admin/erasures/{job_id}"):
+    for path in ("/api/v1/erasures/{erasure_id}", "/api/v1/admin/erasures/{erasure_id}"):
         assert "ErasureJob" in str(schema["paths"][path]["get"]["responses"]["200"])
     assert "Receipt" in schema["components"]["schemas"]

@@ -8,14 +8,18 @@ later is searched too) and must find none of them.
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Any
 
+import pgtrigger
 import pytest
 from django.db import connection
 from django.utils import timezone
 
-from governance.models import Fact, Job, Principal, Project, SessionBlock, Write
+from governance.models import AuditEntry, Fact, Job, Principal, Project, SessionBlock, Tombstone, Write
+from governance.rules import erasure as rules
+from governance.selectors import erasures as selectors
 from governance.services import checkpoints, retrievals, reviews, sessions, writes
 from governance.services import embeddings as embedding_service
 from governance.services import erasure as erasure_service
@@ -251,3 +255,93 @@ def test_after_erasure_retrieval_injects_nothing_and_a_reoffer_is_held_as_tombst
     # A reviewer cannot approve it back either: the erased person's tombstones still count.
     with pytest.raises(reviews.Tombstoned):
         reviews.decide(again.pk, reviews.Decision(action="approve", reason="looks fine"), reviewer=reviewer)
+
+
+@pytest.fixture
+def forgotten(
+    project: Project, support_bot: AgentPersona, reviewer: Any, django_capture_on_commit_callbacks: Any
+) -> Job:
+    write(support_bot.agent, "Prefers aisle seats on long flights")
+    write(support_bot.agent, "Works night shifts at the hospital", kind="profile")
+    return forget(
+        Principal.objects.get(project=project, external_id=PERSON),
+        reviewer,
+        django_capture_on_commit_callbacks,
+    )
+
+
+def test_the_dry_run_counts_what_the_erasure_then_erases_and_changes_nothing(
+    project: Project, support_bot: AgentPersona, reviewer: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    plant(support_bot.agent, reviewer)
+    person = Principal.objects.get(project=project, external_id=PERSON)
+    before = (AuditEntry.objects.count(), Fact.objects.filter(principal=person).exclude(statement="").count())
+
+    found = selectors.inventory(person)
+
+    assert (
+        AuditEntry.objects.count(),
+        Fact.objects.filter(principal=person).exclude(statement="").count(),
+    ) == before
+    # The withdrawn fact is erased already; everything else of theirs is counted by kind.
+    assert found.counts["facts"] == {
+        "preference": 3, "profile": 3, "incident": 1, "tool_instruction": 1, "episodic": 1,
+        "summary": 1, "slot": 1, "project_fact": 0,
+    }  # fmt: skip
+    assert found.counts["resume_hints"] == 1 and found.counts["session_blocks"] == 2
+    assert found.counts["review_decisions"] == 2 and found.counts["writes"] >= 10
+
+    receipt = forget(person, reviewer, django_capture_on_commit_callbacks).result["receipt"]
+
+    assert receipt["counts"] == found.counts
+    assert len(receipt["tombstones"]) == sum(found.counts["facts"].values())
+
+
+def test_a_second_erasure_erases_nothing_new_and_says_so(
+    project: Project, forgotten: Job, reviewer: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    # Asked again by the same id: found under the pseudonym.
+    person = selectors.principal_by_external_id(project, PERSON)
+    assert person is not None and person.external_id == forgotten.params["pseudonym"]
+    tombstones = Tombstone.objects.count()
+
+    again = forget(person, reviewer, django_capture_on_commit_callbacks).result["receipt"]
+
+    assert again["nothing_new"] is True and again["total"] == 0 and again["tombstones"] == []
+    assert Tombstone.objects.count() == tombstones
+    assert again["principal"] == forgotten.result["receipt"]["principal"]
+    assert selectors.receipt_problems(again) == []
+
+
+def test_the_receipt_verifies_against_the_chain_and_tampering_is_detected(forgotten: Job) -> None:
+    receipt = forgotten.result["receipt"]
+    assert receipt["counts"]["facts"]["preference"] == 1 and receipt["counts"]["facts"]["profile"] == 1
+    assert receipt["reason"] == "Data-protection request DP-118" and receipt["requested_by"] == "user:riley"
+    assert selectors.receipt_problems(receipt) == []
+    entry = AuditEntry.objects.get(action=rules.RECEIPT_ACTION)
+    assert (receipt["audit"]["sequence"], receipt["audit"]["entry_hash"]) == (
+        entry.sequence,
+        entry.entry_hash,
+    )
+    assert MARK not in json_text(entry.data) and PERSON not in json_text(entry.data)
+
+    fewer = {
+        **receipt,
+        "counts": {**receipt["counts"], "facts": {**receipt["counts"]["facts"], "profile": 0}},
+    }
+    assert any("'counts'" in p for p in selectors.receipt_problems(fewer))
+    other_reason = {**receipt, "reason": "Routine clean-up"}
+    assert any("'reason'" in p for p in selectors.receipt_problems(other_reason))
+    moved = {**receipt, "audit": {**receipt["audit"], "sequence": entry.sequence - 1}}
+    assert selectors.receipt_problems(moved)
+
+    # Someone with the database rewrites the entry itself: its hash no longer recomputes.
+    with pgtrigger.ignore("governance.AuditEntry:audit_no_update"):
+        AuditEntry.objects.filter(pk=entry.pk).update(reason="Routine clean-up")
+    problems = selectors.receipt_problems(receipt)
+    assert any("changed after it was written" in p for p in problems)
+    assert any("'reason'" in p for p in problems)
+
+
+def json_text(value: Any) -> str:
+    return json.dumps(value)

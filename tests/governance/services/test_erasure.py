@@ -176,6 +176,12 @@ def where_vectors_hold(vectors: list[str]) -> list[str]:
     return found
 
 
+def receipt_of(job: Job) -> dict[str, Any]:
+    assert job.result is not None
+    receipt: dict[str, Any] = job.result["receipt"]
+    return receipt
+
+
 def forget(principal: Principal, reviewer: Any, django_capture_on_commit_callbacks: Any) -> Job:
     with django_capture_on_commit_callbacks(execute=True):
         job = erasure_service.start_erasure(
@@ -291,7 +297,7 @@ def test_the_dry_run_counts_what_the_erasure_then_erases_and_changes_nothing(
     assert found.counts["resume_hints"] == 1 and found.counts["session_blocks"] == 2
     assert found.counts["review_decisions"] == 2 and found.counts["writes"] >= 10
 
-    receipt = forget(person, reviewer, django_capture_on_commit_callbacks).result["receipt"]
+    receipt = receipt_of(forget(person, reviewer, django_capture_on_commit_callbacks))
 
     assert receipt["counts"] == found.counts
     assert len(receipt["tombstones"]) == sum(found.counts["facts"].values())
@@ -305,16 +311,16 @@ def test_a_second_erasure_erases_nothing_new_and_says_so(
     assert person is not None and person.external_id == forgotten.params["pseudonym"]
     tombstones = Tombstone.objects.count()
 
-    again = forget(person, reviewer, django_capture_on_commit_callbacks).result["receipt"]
+    again = receipt_of(forget(person, reviewer, django_capture_on_commit_callbacks))
 
     assert again["nothing_new"] is True and again["total"] == 0 and again["tombstones"] == []
     assert Tombstone.objects.count() == tombstones
-    assert again["principal"] == forgotten.result["receipt"]["principal"]
+    assert again["principal"] == receipt_of(forgotten)["principal"]
     assert selectors.receipt_problems(again) == []
 
 
 def test_the_receipt_verifies_against_the_chain_and_tampering_is_detected(forgotten: Job) -> None:
-    receipt = forgotten.result["receipt"]
+    receipt = receipt_of(forgotten)
     assert receipt["counts"]["facts"]["preference"] == 1 and receipt["counts"]["facts"]["profile"] == 1
     assert receipt["reason"] == "Data-protection request DP-118" and receipt["requested_by"] == "user:riley"
     assert selectors.receipt_problems(receipt) == []

@@ -239,6 +239,9 @@ class AdminForgetPrincipal(GovernanceAPIView):
 
 
 class AdminErasureDetail(GovernanceAPIView):
+    # Read-only: set so other methods answer 405 after the project check, as JobView does.
+    write_roles = access.REVIEW_ROLES
+
     @extend_schema(
         responses={
             200: ErasureJobSerializer,

@@ -38,6 +38,7 @@ from governance.models import (
     Session,
     Write,
 )
+from governance.rules import erasure as erasure_rules
 from governance.services import credentials, retrievals, writes
 from tests.personas import grant, make_agent, make_user, token_client
 
@@ -124,7 +125,21 @@ def world(project, other_project):
         )
         carol = Principal.objects.get(project=other_project, external_id="carol")
         erasure = Job.objects.create(
-            kind="erasure", project=other_project, params={"principal": carol.pk, "pseudonym": "erased-test"}
+            kind="erasure",
+            project=other_project,
+            status="succeeded",
+            params={"principal": carol.pk, "pseudonym": "erased-test"},
+            result={
+                "receipt": erasure_rules.receipt(
+                    project=other_project.slug,
+                    sequence=1,
+                    entry_hash="0" * 64,
+                    actor="user:bob",
+                    reason="test",
+                    recorded_at=timezone.now(),
+                    data={"principal": "erased-test"},
+                )
+            },
         )
         token, _ = credentials.create_access_token(b_reviewer)
         approval = ChangeApproval.objects.create(

@@ -14,6 +14,9 @@ and retrieval events whose sealed context quotes the facts they selected. Anothe
 tenth as much, to show the erasure stays within its person. Rows go in with ``bulk_create``, so the
 history triggers fire as in production.
 
+With ``--demo`` it loads the demo instead (``manage.py load_demo``) and forgets the demo person
+with the most records, printing the dry run and the receipt.
+
 It then times the dry run, and the erasure as the worker runs it (``services.erasure.run``: batches
 of 500 facts, then the writes, then the rest and the receipt), checks the receipt against the audit
 chain, checks every seal and the chain, and prints the receipt's counts.
@@ -244,16 +247,58 @@ def run(facts: int, events: int) -> None:
         print(f"second request: {time.perf_counter() - started:.2f} s, nothing new: {second['nothing_new']}")
 
 
+def demo() -> None:
+    """``manage.py load_demo``, then forget the demo person with the most records: dry run and receipt."""
+    import json
+
+    from django.core.management import call_command
+    from django.db.models import Count
+
+    call_command("load_demo", verbosity=0)
+    people = Principal.objects.annotate(
+        records=Count("facts", distinct=True)
+        + Count("writes", distinct=True)
+        + Count("retrievals", distinct=True)
+    ).order_by("-records", "pk")
+    person = people.select_related("project").first()
+    assert person is not None
+    print(
+        f"demo person with the most records: {person.external_id} ({person.project.slug}), {person.records}"
+    )
+    dry = selectors.inventory(person)
+    print(f"dry run: {dry.total} items")
+    for _, label, count in dry.rows:
+        print(f"  {count:>5}  {label}")
+    reviewer = User.objects.filter(memberships__project=person.project, memberships__role="reviewer").first()
+    with actor_scope("bench"):
+        started = time.perf_counter()
+        job = erasure_service.start_erasure(
+            person,
+            reason="Data-protection request DP-118",
+            actor=f"user:{reviewer.get_username()}" if reviewer else "user:demo",
+            user=reviewer,
+        )
+        erasure_service.run(job.pk)
+    job.refresh_from_db()
+    receipt = job.result["receipt"] if job.result else {}
+    elapsed = time.perf_counter() - started
+    print(f"erased in {elapsed:.2f} s; receipt verifies: {selectors.receipt_problems(receipt) or 'ok'}")
+    print(json.dumps(receipt, indent=2, sort_keys=True))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--facts", type=int, default=5000)
     parser.add_argument("--events", type=int, default=500)
     parser.add_argument("--keep", action="store_true", help="keep the benchmark database afterwards")
+    parser.add_argument(
+        "--demo", action="store_true", help="forget the demo person with the most records instead"
+    )
     args = parser.parse_args()
     connection.settings_dict.setdefault("TEST", {})["NAME"] = "test_memoryadmin_bench_erasure"
     old_config = setup_databases(verbosity=1, interactive=False, keepdb=False)
     try:
-        run(args.facts, args.events)
+        demo() if args.demo else run(args.facts, args.events)
     finally:
         if args.keep:
             print(f"kept database {connection.settings_dict['NAME']}")

@@ -10,6 +10,7 @@ against the audit chain each time it is shown.
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -115,7 +116,17 @@ def _job_context(job: Job) -> dict[str, Any]:
         "percent": round(100 * job.progress_done / total) if total else 0,
         "problems": selectors.receipt_problems(receipt) if receipt else [],
         "dry_run_total": rules.total_items(job.params.get("dry_run", {})),
+        "erased_at": _readable(receipt["erased_at"]) if receipt else "",
+        "requested_at": _readable(receipt["requested_at"]) if receipt else "",
     }
+
+
+def _readable(moment: str | None) -> str:
+    """A receipt's ISO time as people read it (the JSON keeps the exact value)."""
+    try:
+        return datetime.fromisoformat(str(moment)).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except ValueError:
+        return str(moment)
 
 
 @console_view()

@@ -150,8 +150,11 @@ def _erased_line(line: str) -> str:
 
 
 def scrub_identifier(text: str, external_id: str, replacement: str) -> str:
-    """``text`` with the person's external id replaced (source refs often embed it)."""
-    return text.replace(external_id, replacement) if external_id and text else text
+    """``text`` with the person's external id replaced where it stands as a whole token
+    (not inside a longer id or word), so a short id does not rewrite unrelated text."""
+    if not external_id or not text:
+        return text
+    return re.sub(rf"(?<![\w-]){re.escape(external_id)}(?![\w-])", lambda _: replacement, text)
 
 
 def _timestamp(moment: datetime) -> str:

@@ -513,18 +513,12 @@ def _scrub_request_paths(external_id: str, pseudonym: str) -> None:
     a path such as ``/api/v1/principals/<id>/memories`` names the person."""
     if not external_id:
         return
+    # Only the path segment that names a principal: a short id must not rewrite other paths.
+    segment, replacement = f"/principals/{external_id}/", f"/principals/{pseudonym}/"
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE pghistory_context SET metadata = jsonb_set(metadata, '{url}', "
             "to_jsonb(replace(metadata->>'url', %s, %s))) "
             "WHERE metadata ? 'url' AND strpos(metadata->>'url', %s) > 0",
-            [external_id, pseudonym, external_id],
+            [segment, replacement, segment],
         )
-
-
-def job_counts_for_display(job: Job) -> dict[str, Any]:
-    """The counts to show for a job: the receipt's when done, the running totals otherwise."""
-    result = job.result or {}
-    if "receipt" in result:
-        return dict(result["receipt"]["counts"])
-    return dict(result.get("counts", rules.empty_counts()))

@@ -11,6 +11,7 @@ from django.db import InterfaceError, OperationalError
 
 from governance.services import checkpoints as checkpoint_service
 from governance.services import embeddings as embedding_service
+from governance.services import erasure as erasure_service
 from governance.services import facts as fact_service
 from governance.services import replay as replay_service
 
@@ -30,6 +31,8 @@ REPLAY_TIME_LIMITS = (1200, 1260)
 # One sweep sends at most this many embedding tasks; the next sweep goes on
 # from the oldest left, so a long broker outage is caught up over a few.
 SWEEP_MAX_FACTS = 10_000
+# Forgetting a person (the bulk queue, by its erase_* name): bench/erasure.py times 5,000 facts.
+ERASURE_TIME_LIMITS = (1800, 1860)
 
 
 @shared_task(
@@ -123,3 +126,20 @@ def checkpoint_audit() -> int:
     if settings.AUDIT_CHECKPOINT_FILE:
         checkpoint_service.export(created, settings.AUDIT_CHECKPOINT_FILE)
     return len(created)
+
+
+@shared_task(
+    name="governance.tasks.erase_principal",
+    soft_time_limit=ERASURE_TIME_LIMITS[0],
+    time_limit=ERASURE_TIME_LIMITS[1],
+    # Each batch commits on its own and the next run picks only what is left,
+    # so a retry after a lost database resumes instead of starting over.
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=2,
+    retry_backoff_max=60,
+    retry_jitter=True,
+    max_retries=5,
+)
+def erase_principal(job_id: str) -> bool:
+    """Forget a person (issue 18); the job row carries progress and, at the end, the receipt."""
+    return erasure_service.run(job_id)

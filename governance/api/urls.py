@@ -1,6 +1,6 @@
 from django.urls import path, register_converter
 
-from governance.api import facts, retrievals, sessions, writes
+from governance.api import erasures, facts, retrievals, sessions, writes
 from governance.api import policies as policy_api
 from governance.api.admin_retrievals import RetrievalLog as AdminRetrievalLog
 from governance.api.audit import AuditExport, AuditHistory
@@ -23,6 +23,8 @@ urlpatterns = [
     path("retrieve", retrievals.Retrieve.as_view(), name="api-retrieve"),
     path("retrievals/<id:retrieval_id>", retrievals.RetrievalDetail.as_view(), name="api-retrieval"),
     path("principals/<extid:external_id>/memories", facts.PrincipalMemories.as_view(), name="api-memories"),
+    path("principals/<extid:external_id>/forget", erasures.ForgetPrincipal.as_view(), name="api-forget"),
+    path("erasures/<uuid:erasure_id>", erasures.ErasureDetail.as_view(), name="api-erasure"),
     path("facts/<id:fact_id>", facts.FactDetail.as_view(), name="api-fact"),
     path("facts/<id:fact_id>/withdraw", facts.FactWithdraw.as_view(), name="api-fact-withdraw"),
     path("sessions/<extid:session_id>/end", sessions.EndSession.as_view(), name="api-session-end"),
@@ -42,6 +44,12 @@ urlpatterns = [
     ),
     path("admin/jobs/<uuid:job_id>", policy_api.JobView.as_view(), name="api-admin-job"),
     path("admin/jobs/<uuid:job_id>/cancel", policy_api.JobCancelView.as_view(), name="api-admin-job-cancel"),
+    path(
+        "admin/projects/<slug:project>/principals/<extid:external_id>/forget",
+        erasures.AdminForgetPrincipal.as_view(),
+        name="api-admin-forget",
+    ),
+    path("admin/erasures/<uuid:erasure_id>", erasures.AdminErasureDetail.as_view(), name="api-admin-erasure"),
     path("admin/audit", AuditHistory.as_view(), name="api-admin-audit"),
     path("admin/audit/export", AuditExport.as_view(), name="api-admin-audit-export"),
 ]

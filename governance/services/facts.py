@@ -507,6 +507,19 @@ def _quoted_forms(statement: str) -> list[str]:
     return sorted((f for f in forms if f), key=len, reverse=True)
 
 
+QUOTED = "[the statement]"
+
+
+def without_quotes(text: str, statements: list[str]) -> str:
+    """``text`` (a person's note) with every quoted form of ``statements`` replaced, for
+    records that are never erased."""
+    forms = sorted({q for s in statements for q in _quoted_forms(s)}, key=len, reverse=True)
+    value = text
+    for form in forms:
+        value = value.replace(form, QUOTED)
+    return value
+
+
 def _scrub(value: Any, forms: list[str]) -> Any:
     """``value`` (text or JSON) with every quoted form replaced by the erasure marker."""
     if isinstance(value, str):

@@ -12,8 +12,9 @@ from django.utils import timezone
 from governance.models import Fact, ReviewDecision, Tombstone, Write
 from governance.rules.text import statement_fingerprint
 from governance.rules.tokens import count_tokens
+from governance.selectors.erasures import pseudonym_of
 from governance.services import audit
-from governance.services.facts import enqueue_embedding, statement_digest, supersede_fact
+from governance.services.facts import enqueue_embedding, statement_digest, supersede_fact, without_quotes
 from governance.services.writes import fingerprint_key
 
 REVIEWABLE = ("pending_review", "quarantined")
@@ -91,6 +92,11 @@ def _decide(write_id: int, decision: Decision, reason: str, reviewer: Any) -> Wr
     ReviewDecision.objects.create(
         write=write, reviewer=reviewer, action=action, reason=reason, edited_statement=edited or ""
     )
+    # The decision row keeps the note as written (erasable with the write); the
+    # audit chain and the supersession, which are never erased, get it without
+    # any quote of the statement under review, so forgetting the person later
+    # (withdrawal, erasure) leaves no copy of it there (R8, R15).
+    reason = without_quotes(reason, [s for s in (write.statement, edited) if s])
     now = timezone.now()
     previous = write.status
     superseded: list[int] = []
@@ -177,6 +183,13 @@ def _refuse_tombstoned(write: Write, edited: str | None) -> None:
         if write.principal_id is not None
         else Q(fact__principal__isnull=True)
     )
+    if write.principal is not None:
+        # A person who was forgotten and is mentioned again under the same id is a new
+        # row; their erased self lives on under the keyed pseudonym, and so do its tombstones.
+        stem = pseudonym_of(write.principal.external_id)
+        principal |= Q(fact__principal__external_id=stem) | Q(
+            fact__principal__external_id__startswith=f"{stem}-"
+        )
     tombstone = (
         Tombstone.objects.filter(principal, project=write.project_id, fingerprint__in=fingerprints)
         .order_by("-created_at")

@@ -33,10 +33,12 @@ from governance.models import (
     Job,
     Membership,
     PersonalAccessToken,
+    Principal,
     RetrievalEvent,
     Session,
     Write,
 )
+from governance.rules import erasure as erasure_rules
 from governance.services import credentials, retrievals, writes
 from tests.personas import grant, make_agent, make_user, token_client
 
@@ -121,6 +123,24 @@ def world(project, other_project):
         job = Job.objects.create(
             kind="policy_replay", project=other_project, agent=b_bot.agent, created_by=b_reviewer
         )
+        carol = Principal.objects.get(project=other_project, external_id="carol")
+        erasure = Job.objects.create(
+            kind="erasure",
+            project=other_project,
+            status="succeeded",
+            params={"principal": carol.pk, "pseudonym": "erased-test"},
+            result={
+                "receipt": erasure_rules.receipt(
+                    project=other_project.slug,
+                    sequence=1,
+                    entry_hash="0" * 64,
+                    actor="user:bob",
+                    reason="test",
+                    recorded_at=timezone.now(),
+                    data={"principal": "erased-test"},
+                )
+            },
+        )
         token, _ = credentials.create_access_token(b_reviewer)
         approval = ChangeApproval.objects.create(
             project=other_project,
@@ -148,6 +168,8 @@ def world(project, other_project):
         "membership_id": Membership.objects.get(user=b_reviewer, project=other_project).pk,
         "approval_id": approval.pk,
         "agent_id": b_bot.agent.pk,
+        "principal_id": carol.pk,
+        "erasure_id": erasure.pk,
     }
     return {
         "a_admin": a_admin,
@@ -180,6 +202,8 @@ def _state() -> tuple[object, ...]:
         PersonalAccessToken.objects.filter(revoked_at__isnull=True).count(),
         AgentKey.objects.filter(revoked_at__isnull=True).count(),
         tuple(Membership.objects.order_by("pk").values_list("pk", "role")),
+        # A person forgotten by mistake would show here as a pseudonym.
+        tuple(Principal.objects.order_by("pk").values_list("external_id", flat=True)),
     )
 
 

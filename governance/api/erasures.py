@@ -20,6 +20,7 @@ from rest_framework.response import Response
 
 from governance import access
 from governance.api.base import AgentAPIView, GovernanceAPIView
+from governance.api.schema import error_response
 from governance.models import Job, Principal, Project
 from governance.models.projects import KeyScope
 from governance.selectors import erasures as selectors
@@ -167,8 +168,8 @@ FORGET_RESPONSES = {
     202: OpenApiResponse(
         ErasureJobSerializer, description="Queued: GET the job for progress and the receipt."
     ),
-    400: OpenApiResponse(description="`reason` missing, blank or too long (field errors)."),
-    404: OpenApiResponse(description="Nobody with this id in the project."),
+    400: error_response(400, "`reason` missing, blank or too long (field errors)."),
+    404: error_response(404, "Nobody with this id in the project."),
 }
 FORGET_DESCRIPTION = (
     "Erases everything held about the person in this project: every fact in every status and kind "
@@ -206,7 +207,7 @@ class ErasureDetail(AgentAPIView):
     @extend_schema(
         responses={
             200: ErasureJobSerializer,
-            404: OpenApiResponse(description="No such erasure in this project."),
+            404: error_response(404, "No such erasure in this project."),
         },
         summary="An erasure's progress and, once done, its receipt",
     )
@@ -221,7 +222,7 @@ class AdminForgetPrincipal(GovernanceAPIView):
 
     @extend_schema(
         request=ForgetSerializer,
-        responses={**FORGET_RESPONSES, 403: OpenApiResponse(description="Your role here may not withdraw.")},
+        responses={**FORGET_RESPONSES, 403: error_response(403, "Your role here may not withdraw.")},
         summary="Forget a person in a project: erase everything about them (or a dry run)",
         description=FORGET_DESCRIPTION,
     )
@@ -245,7 +246,7 @@ class AdminErasureDetail(GovernanceAPIView):
     @extend_schema(
         responses={
             200: ErasureJobSerializer,
-            404: OpenApiResponse(description="No such erasure in your projects."),
+            404: error_response(404, "No such erasure in your projects."),
         },
         summary="An erasure's progress and, once done, its receipt",
     )

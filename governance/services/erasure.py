@@ -50,6 +50,7 @@ from governance.models import (
 )
 from governance.models.jobs import JobStatus
 from governance.rules import erasure as rules
+from governance.rules import identifiers
 from governance.rules.text import statement_fingerprint
 from governance.selectors import erasures as selectors
 from governance.services import audit, checkpoints, session_blocks
@@ -231,6 +232,11 @@ def erase_fact_batch(job_id: UUID, batch_size: int = BATCH) -> int:
                 fingerprint=statement_fingerprint(f["statement"], key)
                 if f["statement"]
                 else f["fingerprint"],
+                # Keyed hashes of the identifying values, as withdrawal keeps them,
+                # so a rewording of a forgotten address is caught too.
+                value_digests=(
+                    sorted(identifiers.value_digests(f["statement"], key)) if f["statement"] else []
+                ),
             )
             for f in facts
             if f["pk"] not in tombstoned

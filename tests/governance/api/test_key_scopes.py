@@ -119,7 +119,9 @@ def _agent_views() -> list[type[AgentAPIView]]:
 
 def test_every_agent_operation_declares_the_scope_it_needs():
     views = _agent_views()
-    assert len(views) == 10  # the eight of version 1, and forgetting a person with its receipt
+    names = {view.__name__ for view in views}
+    # The operations of version 1 are among them (the list grows with the API).
+    assert {"WriteListCreate", "Retrieve", "FactWithdraw", "EndSession", "PrincipalMemories"} <= names
     for view in views:
         methods = {
             m.upper() for m in view.http_method_names if hasattr(view, m) and m not in {"options", "head"}

@@ -91,7 +91,8 @@ def database_roles(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
     if owner_name is not None and owner_name != application.get("NAME"):
         warnings.append(
             checks.Error(
-                f"DATABASE_OWNER_URL names database {owner_name!r}, DATABASE_URL {application.get('NAME')!r}.",
+                f"DATABASE_OWNER_URL names database {owner_name!r}, "
+                f"DATABASE_URL {application.get('NAME')!r}.",
                 hint="Both URLs must point at the same database; only the role differs.",
                 id="memoryadmin.E004",
             )

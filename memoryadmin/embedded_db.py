@@ -123,12 +123,16 @@ def prepare_database(host: str, name: str) -> None:
         ).fetchone()
         if row is None:
             conn.execute(
-                sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(name), sql.Identifier(OWNER_ROLE))
+                sql.SQL("CREATE DATABASE {} OWNER {}").format(
+                    sql.Identifier(name), sql.Identifier(OWNER_ROLE)
+                )
             )
         elif row[0] != OWNER_ROLE:
             logger.warning("Upgrading database %s in place: its objects now belong to %s.", name, OWNER_ROLE)
             conn.execute(
-                sql.SQL("ALTER DATABASE {} OWNER TO {}").format(sql.Identifier(name), sql.Identifier(OWNER_ROLE))
+                sql.SQL("ALTER DATABASE {} OWNER TO {}").format(
+                    sql.Identifier(name), sql.Identifier(OWNER_ROLE)
+                )
             )
     with psycopg.connect(host=host, user="postgres", dbname=name, autocommit=True) as conn:
         # pgvector is not a trusted extension: only a superuser may create it.

@@ -48,6 +48,24 @@ def record(
     actor: str | None = None,
     actor_user: Any = None,
 ) -> AuditEntry:
+    entry = next_entry(project, action, obj, reason=reason, data=data, actor=actor, actor_user=actor_user)
+    entry.save(force_insert=True)
+    return entry
+
+
+def next_entry(
+    project: Project | None,
+    action: str,
+    obj: models.Model | tuple[str, Any],
+    *,
+    reason: str = "",
+    data: dict[str, Any] | None = None,
+    actor: str | None = None,
+    actor_user: Any = None,
+) -> AuditEntry:
+    """The next link of ``project``'s chain, hashed and not yet saved; the chain stays locked
+    until the transaction ends. ``record`` saves it; erasure hands it to the database function
+    that saves it (governance.services.erasure)."""
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("Audit entries are written inside the transaction of the change they record.")
     if isinstance(obj, tuple):
@@ -81,7 +99,6 @@ def record(
         previous_hash=last["entry_hash"] if last else GENESIS,
     )
     entry.entry_hash = entry_digest(entry)
-    entry.save(force_insert=True)
     return entry
 
 

@@ -144,6 +144,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "governance.middleware.AuditContextMiddleware",
+    # After authentication: row-level security limited to the person's projects.
+    "governance.middleware.ProjectScopeMiddleware",
     "governance.middleware.PrivatePagesMiddleware",
     "csp.middleware.CSPMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into the lockout page.

@@ -14,6 +14,7 @@ from typing import Any
 from django.db import connection, models, transaction
 from django.utils import timezone
 
+from governance import rls
 from governance.context import current_actor
 from governance.models import AuditEntry, Project
 
@@ -48,8 +49,11 @@ def record(
     actor: str | None = None,
     actor_user: Any = None,
 ) -> AuditEntry:
-    entry = next_entry(project, action, obj, reason=reason, data=data, actor=actor, actor_user=actor_user)
-    entry.save(force_insert=True)
+    # The trail is the system's: an entry without a project is appended from a
+    # request scoped to some projects too (row-level security, governance.rls).
+    with rls.every_project():
+        entry = next_entry(project, action, obj, reason=reason, data=data, actor=actor, actor_user=actor_user)
+        entry.save(force_insert=True)
     return entry
 
 
@@ -78,12 +82,13 @@ def next_entry(
     # the transaction ends, so the next entry sees this one as its predecessor.
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [8_675_309, project.pk if project else 0])
-    last = (
-        AuditEntry.objects.filter(project=project)
-        .order_by("-sequence")
-        .values("sequence", "entry_hash")
-        .first()
-    )
+    with rls.every_project():
+        last = (
+            AuditEntry.objects.filter(project=project)
+            .order_by("-sequence")
+            .values("sequence", "entry_hash")
+            .first()
+        )
     entry = AuditEntry(
         project=project,
         sequence=(last["sequence"] + 1) if last else 1,

@@ -28,7 +28,7 @@ class DatabaseCreation(creation.DatabaseCreation):
         import psycopg
         from psycopg import sql
 
-        name = self._get_test_db_name()
+        name = self._get_test_db_name()  # type: ignore[attr-defined]  # Django's, missing from the stubs
         host = embedded_db.socket_dir(embedded_db.ensure_server())
         if not keepdb:
             with psycopg.connect(host=host, user="postgres", dbname="postgres", autocommit=True) as conn:

@@ -26,16 +26,22 @@ def connection_params(role: str) -> dict[str, Any]:
     }
 
 
+def owner_role() -> str:
+    assert settings.DATABASE_OWNER, "the embedded test database has an owner role"
+    return str(settings.DATABASE_OWNER["USER"])
+
+
 @contextmanager
 def owner_cursor() -> Iterator[psycopg.Cursor[Any]]:
-    assert settings.DATABASE_OWNER, "the embedded test database has an owner role"
-    with psycopg.connect(**connection_params(settings.DATABASE_OWNER["USER"]), autocommit=True) as conn:
+    with psycopg.connect(**connection_params(owner_role()), autocommit=True) as conn:
         yield conn.cursor()
 
 
 def tamper(sql: str, params: list[Any], table: str = "governance_auditentry") -> None:
     """Edit an append-only table as an attacker holding the owner's credentials would: triggers off."""
     with owner_cursor() as cursor, cursor.connection.transaction():
-        cursor.execute(f"ALTER TABLE {table} DISABLE TRIGGER ALL")
+        # Django's foreign keys are deferred; ALTER TABLE refuses while checks are pending.
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute(f"ALTER TABLE {table} DISABLE TRIGGER USER")
         cursor.execute(sql, params)
-        cursor.execute(f"ALTER TABLE {table} ENABLE TRIGGER ALL")
+        cursor.execute(f"ALTER TABLE {table} ENABLE TRIGGER USER")

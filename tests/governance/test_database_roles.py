@@ -10,14 +10,17 @@ from __future__ import annotations
 from typing import Any
 
 import pgtrigger
+import psycopg
 import pytest
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 
+from governance import rls
 from governance.models import AuditEntry, ErasureGrant, Fact, Write
 from governance.services.audit import verify_chain
 from governance.services.erasure import open_erasure
 from governance.services.facts import withdraw_fact
+from tests.governance.database_helpers import connection_params, owner_cursor, owner_role
 from tests.governance.review_helpers import propose
 
 pytestmark = pytest.mark.django_db
@@ -48,7 +51,7 @@ def one(sql: str, params: list[Any] | None = None) -> Any:
 
 def test_the_application_role_owns_nothing_and_bypasses_nothing() -> None:
     role = one("SELECT current_user")
-    assert role == settings.DATABASES["default"]["USER"] != settings.DATABASE_OWNER["USER"]
+    assert role == settings.DATABASES["default"]["USER"] != owner_role()
     me = "(SELECT oid FROM pg_roles WHERE rolname = current_user)"
     powers = "rolsuper OR rolbypassrls OR rolcreaterole OR rolcreatedb"
     assert one(f"SELECT {powers} FROM pg_roles WHERE oid = {me}") is False
@@ -75,7 +78,7 @@ def test_dropping_a_table_is_refused(remembered: Fact) -> None:
 
 def test_creating_a_role_and_becoming_the_owner_are_refused() -> None:
     assert "permission denied" in refused("CREATE ROLE mallory LOGIN SUPERUSER")
-    assert "permission denied" in refused(f'SET ROLE "{settings.DATABASE_OWNER["USER"]}"')
+    assert "permission denied" in refused(f'SET ROLE "{owner_role()}"')
     assert "permission denied" in refused("SET SESSION AUTHORIZATION postgres")
 
 
@@ -183,3 +186,77 @@ def test_an_erasure_grant_lasts_only_for_its_transaction(remembered: Fact) -> No
         "UPDATE governance_factevent SET statement = '' WHERE pgh_obj_id = %s", [remembered.pk]
     )
     assert verify_chain() is None
+
+
+@pytest.fixture
+def two_projects(support_bot: Any, outsider_bot: Any) -> tuple[Fact, Fact]:
+    ours = propose(support_bot, STATEMENT, source_type="user_statement").fact
+    theirs = propose(outsider_bot, "Prefers coffee to tea", source_type="user_statement").fact
+    assert ours is not None and theirs is not None
+    return ours, theirs
+
+
+@pytest.mark.django_db(transaction=True)
+def test_without_the_project_set_the_application_sees_no_memory(two_projects: tuple[Fact, Fact]) -> None:
+    """A connection of the application's role that sets no project (a query that forgot its
+    scope) gets nothing from the four tables, though the rows are there."""
+    ours, _ = two_projects
+    tables = ("governance_fact", "governance_write", "governance_retrievalevent", "governance_auditentry")
+    with psycopg.connect(**connection_params(one("SELECT current_user")), autocommit=True) as conn:
+        unset = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables}  # type: ignore[index]
+        conn.execute("SELECT set_config('memoryadmin.projects', %s, false)", [str(ours.project_id)])
+        mine = conn.execute("SELECT id FROM governance_fact").fetchall()
+        conn.execute("SET memoryadmin.projects = 'all'")
+        every = conn.execute("SELECT count(*) FROM governance_fact").fetchone()[0]  # type: ignore[index]
+
+    assert unset == dict.fromkeys(tables, 0)
+    assert mine == [(ours.pk,)]
+    assert every == 2
+    with owner_cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM governance_fact")
+        assert cursor.fetchone() == (2,)
+
+
+def test_a_scoped_context_reads_only_its_projects_rows(two_projects: tuple[Fact, Fact]) -> None:
+    ours, theirs = two_projects
+
+    with rls.scope(rls.projects([ours.project_id])):
+        assert list(Fact.objects.values_list("pk", flat=True)) == [ours.pk]
+        assert not AuditEntry.objects.filter(project=theirs.project_id).exists()
+        assert set(Write.objects.values_list("project_id", flat=True)) == {ours.project_id}
+    with rls.scope(rls.NOTHING):
+        assert Fact.objects.count() == 0
+    assert Fact.objects.count() == 2
+
+
+def test_a_scoped_context_cannot_write_into_another_project(two_projects: tuple[Fact, Fact]) -> None:
+    ours, theirs = two_projects
+
+    with rls.scope(rls.projects([ours.project_id])):
+        with pytest.raises(DatabaseError, match="row-level security"), transaction.atomic():
+            Fact.objects.filter(pk=ours.pk).update(project=theirs.project)
+        # Invisible rows are not there to change.
+        assert Fact.objects.filter(pk=theirs.pk).update(status_reason="mine now") == 0
+
+    assert Fact.objects.get(pk=theirs.pk).status_reason != "mine now"
+
+
+def test_an_agents_request_is_scoped_to_its_project(
+    two_projects: tuple[Fact, Fact], support_bot: Any, outsider_bot: Any
+) -> None:
+    ours, _ = two_projects
+    seen: list[list[int]] = []
+
+    def spy(execute: Any, sql: str, params: Any, many: bool, context: dict[str, Any]) -> Any:
+        if 'FROM "governance_fact"' in sql:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT id FROM governance_fact ORDER BY id")
+                seen.append([row[0] for row in cursor.fetchall()])
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(spy):
+        response = support_bot.client.get(f"/api/v1/facts/{ours.pk}")
+
+    assert response.status_code == 200
+    # Every look at the facts table during the request saw only the agent's project.
+    assert seen and all(ids == [ours.pk] for ids in seen)

@@ -1,18 +1,19 @@
-"""Request edges: bounds on API requests, the actor and request id of every history row, and
-no caching of private pages."""
+"""Request edges: bounds on API requests, the actor and request id of every history row, the
+projects a request's database work may touch, and no caching of private pages."""
 
 from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import pghistory
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.utils.cache import add_never_cache_headers, patch_cache_control
 
-from governance import context
+from governance import context, rls
 
 # A client's X-Request-Id is kept only when it is short and plain; anything
 # else (it was copied unchecked into the audit row, and over 64 characters
@@ -105,3 +106,31 @@ class PrivatePagesMiddleware:
             add_never_cache_headers(response)
             patch_cache_control(response, private=True, no_store=True)
         return response
+
+
+class ProjectScopeMiddleware:
+    """Each request's database work is limited to the projects of whoever makes it (governance.rls).
+
+    A signed-in person's projects are their memberships; anyone else starts with
+    none, and the API's authentication widens that to the project of an agent
+    key or the projects of a personal access token's person. A streamed
+    response keeps the scope while it is produced, after this returns.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        user = getattr(request, "user", None)
+        signed_in = user is not None and user.is_authenticated
+        with rls.scope(rls.for_user(user) if signed_in else rls.NOTHING):
+            response = self.get_response(request)
+            scope = rls.current()
+        if isinstance(response, StreamingHttpResponse) and not response.is_async:
+            response.streaming_content = _within(scope, response.streaming_content)
+        return response
+
+
+def _within(scope: rls.ProjectScope, chunks: Iterable[Any]) -> Iterator[Any]:
+    with rls.scope(scope):
+        yield from chunks

@@ -7,7 +7,7 @@ from typing import Any
 import pghistory
 from celery.signals import task_postrun, task_prerun
 
-from governance import context
+from governance import context, rls
 
 _open: dict[str, Any] = {}
 
@@ -17,7 +17,12 @@ def _enter_task_context(task_id: str | None = None, task: Any = None, **_: Any) 
     if task_id is None or task is None:
         return
     label = f"task:{task.name}"
-    scopes = (context.actor_scope(label, request_id=task_id), pghistory.context(actor=label, task_id=task_id))
+    scopes = (
+        context.actor_scope(label, request_id=task_id),
+        pghistory.context(actor=label, task_id=task_id),
+        # Tasks are system work, even when run eagerly inside a request.
+        rls.every_project(),
+    )
     for scope in scopes:
         scope.__enter__()
     _open[task_id] = scopes

@@ -57,3 +57,44 @@ def require_secrets() -> None:
     errors = [message for message in required_secrets() if message.is_serious()]
     if errors:
         raise ImproperlyConfigured("\n".join(f"{e.msg} {e.hint}" for e in errors))
+
+
+DATABASE_TAG = "database"
+
+
+@checks.register(DATABASE_TAG)
+def database_roles(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """One connection URL means one role: the application could alter or empty its own tables."""
+    warnings: list[checks.CheckMessage] = []
+    owner = getattr(settings, "DATABASE_OWNER", None)
+    application = settings.DATABASES["default"]
+    if not owner:
+        warnings.append(
+            checks.Warning(
+                "Least privilege is not in force: the application connects to the database as the "
+                "same role that runs migrations.",
+                hint="Create an owner role and an application role (docs/operations.md, "
+                '"Database roles"), then set DATABASE_OWNER_URL to the owner\'s URL and DATABASE_URL '
+                "to the application's.",
+                id="memoryadmin.W001",
+            )
+        )
+    elif owner.get("USER") == application.get("USER"):
+        warnings.append(
+            checks.Warning(
+                "Least privilege is not in force: DATABASE_OWNER_URL and DATABASE_URL name the same role.",
+                hint='Give the application its own role (docs/operations.md, "Database roles").',
+                id="memoryadmin.W002",
+            )
+        )
+    owner_name = getattr(settings, "DATABASE_OWNER_NAME", None)
+    if owner_name is not None and owner_name != application.get("NAME"):
+        warnings.append(
+            checks.Error(
+                f"DATABASE_OWNER_URL names database {owner_name!r}, "
+                f"DATABASE_URL {application.get('NAME')!r}.",
+                hint="Both URLs must point at the same database; only the role differs.",
+                id="memoryadmin.E004",
+            )
+        )
+    return warnings

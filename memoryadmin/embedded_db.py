@@ -15,7 +15,7 @@ import logging
 import os
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
@@ -84,17 +84,114 @@ def socket_dir(server: PostgresServer) -> str:
     return str(path.parent if path.name.startswith(".s.PGSQL.") else path)
 
 
+OWNER_ROLE = "memoryadmin_owner"
+APP_ROLE = "memoryadmin_app"
+_prepared: set[tuple[str, str]] = set()
+
+
 def ensure_database(server: PostgresServer, name: str) -> None:
-    """Create the application database on first use of a fresh server."""
+    """Create the application database on first use of a fresh server, with its two roles.
+
+    Run as the server's superuser, which nothing else uses: migrations connect
+    as ``OWNER_ROLE`` (it owns every table), the application as ``APP_ROLE``
+    (it owns nothing). A data folder from before the roles existed (everything
+    owned by the superuser) is brought to the same state in place.
+    """
+    host = socket_dir(server)
+    if (host, name) in _prepared:
+        return
+    prepare_database(host, name)
+    _prepared.add((host, name))
+
+
+def prepare_database(host: str, name: str) -> None:
+    """The roles, the database owned by the owner role, and the application role's grants."""
     import psycopg
     from psycopg import sql
 
-    with psycopg.connect(
-        host=socket_dir(server), user="postgres", dbname="postgres", autocommit=True
-    ) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
-        if not exists:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    with psycopg.connect(host=host, user="postgres", dbname="postgres", autocommit=True) as conn:
+        for role, extra in ((OWNER_ROLE, ""), (APP_ROLE, " NOINHERIT")):
+            if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone():
+                conn.execute(
+                    sql.SQL(
+                        "CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS"
+                        + extra
+                    ).format(sql.Identifier(role))
+                )
+        row = conn.execute(
+            "SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = %s", [name]
+        ).fetchone()
+        if row is None:
+            conn.execute(
+                sql.SQL("CREATE DATABASE {} OWNER {}").format(
+                    sql.Identifier(name), sql.Identifier(OWNER_ROLE)
+                )
+            )
+        elif row[0] != OWNER_ROLE:
+            logger.warning("Upgrading database %s in place: its objects now belong to %s.", name, OWNER_ROLE)
+            conn.execute(
+                sql.SQL("ALTER DATABASE {} OWNER TO {}").format(
+                    sql.Identifier(name), sql.Identifier(OWNER_ROLE)
+                )
+            )
+    with psycopg.connect(host=host, user="postgres", dbname=name, autocommit=True) as conn:
+        # pgvector is not a trusted extension: only a superuser may create it.
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        with conn.transaction():
+            for statement in _grants_sql(conn):
+                conn.execute(statement)
+
+
+def _grants_sql(conn: Any) -> list[Any]:
+    from psycopg import sql
+
+    owner, app = sql.Identifier(OWNER_ROLE), sql.Identifier(APP_ROLE)
+    statements: list[Any] = [
+        sql.SQL("ALTER SCHEMA public OWNER TO {}").format(owner),
+        sql.SQL("REVOKE CREATE ON SCHEMA public FROM PUBLIC"),
+        sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(app),
+    ]
+    # A database made before the roles existed: hand what the superuser
+    # created (tables, their sequences, trigger functions) to the owner role.
+    # Extension members (pgvector's) stay with the extension.
+    stray = conn.execute(
+        """
+        SELECT c.relkind, c.relname FROM pg_class c
+        WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm', 'S')
+          AND pg_get_userbyid(c.relowner) <> %(owner)s
+          AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = c.oid AND d.deptype IN ('e', 'a', 'i'))
+        """,
+        {"owner": OWNER_ROLE},
+    ).fetchall()
+    kinds = {"r": "TABLE", "p": "TABLE", "v": "VIEW", "m": "MATERIALIZED VIEW", "S": "SEQUENCE"}
+    for kind, relname in stray:
+        statements.append(
+            sql.SQL("ALTER {} {} OWNER TO {}").format(sql.SQL(kinds[kind]), sql.Identifier(relname), owner)
+        )
+    functions = conn.execute(
+        """
+        SELECT p.oid::regprocedure::text FROM pg_proc p
+        WHERE p.pronamespace = 'public'::regnamespace AND pg_get_userbyid(p.proowner) <> %(owner)s
+          AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = p.oid AND d.deptype = 'e')
+        """,
+        {"owner": OWNER_ROLE},
+    ).fetchall()
+    for (signature,) in functions:
+        statements.append(sql.SQL("ALTER FUNCTION {} OWNER TO {}").format(sql.SQL(signature), owner))
+    statements += [
+        # Rows only: no TRUNCATE, REFERENCES or TRIGGER, and, as it owns
+        # nothing, no ALTER, DROP or DISABLE TRIGGER.
+        sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {}").format(app),
+        sql.SQL("GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {}").format(app),
+        sql.SQL(
+            "ALTER DEFAULT PRIVILEGES FOR ROLE {} IN SCHEMA public "
+            "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO {}"
+        ).format(owner, app),
+        sql.SQL(
+            "ALTER DEFAULT PRIVILEGES FOR ROLE {} IN SCHEMA public GRANT USAGE, SELECT ON SEQUENCES TO {}"
+        ).format(owner, app),
+    ]
+    return statements
 
 
 def is_running(pgdata: Path | None = None) -> bool:

@@ -144,6 +144,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "governance.middleware.AuditContextMiddleware",
+    # After authentication: row-level security limited to the person's projects.
+    "governance.middleware.ProjectScopeMiddleware",
     "governance.middleware.PrivatePagesMiddleware",
     "csp.middleware.CSPMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into the lockout page.
@@ -170,20 +172,37 @@ TEMPLATES = [
     }
 ]
 
+# Two roles (docs/operations.md, "Database roles"): DATABASES connects as the
+# application role, which owns nothing; DATABASE_OWNER holds the owner role's
+# connection settings, used only by `manage.py migrate`.
+DATABASE_OWNER: dict[str, object] | None
 if os.environ.get("DATABASE_URL"):
     DATABASES = {"default": database_from_url(os.environ["DATABASE_URL"])}
+    if os.environ.get("DATABASE_OWNER_URL"):
+        _owner = database_from_url(os.environ["DATABASE_OWNER_URL"])
+        # Same database, other credentials: NAME stays the application's
+        # (the test runner renames it).
+        DATABASE_OWNER = {key: _owner[key] for key in ("USER", "PASSWORD", "HOST", "PORT", "OPTIONS")}
+        DATABASE_OWNER_NAME = _owner["NAME"]
+    else:
+        # One role for everything: a system check warns (memoryadmin.checks).
+        DATABASE_OWNER = None
 else:
-    # memoryadmin.db starts (or attaches to) the embedded PostgreSQL on first connect.
+    from memoryadmin.embedded_db import APP_ROLE, OWNER_ROLE
+
+    # memoryadmin.db starts (or attaches to) the embedded PostgreSQL on first
+    # connect, and makes both roles on it.
     DATABASES = {
         "default": {
             "ENGINE": "memoryadmin.db",
             "NAME": env_str("DATABASE_NAME", "memoryadmin"),
-            "USER": "postgres",
+            "USER": APP_ROLE,
             "PASSWORD": "",
             "HOST": "",
             "CONN_MAX_AGE": 0,
         }
     }
+    DATABASE_OWNER = {"USER": OWNER_ROLE}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -43,20 +43,22 @@ def _eager_celery(settings: Any) -> Iterator[None]:
 
 @pytest.fixture(scope="session", autouse=True)
 def _flush_past_truncate_guards() -> Iterator[None]:
-    """Tests that commit are cleaned up with TRUNCATE, which the append-only tables
-    refuse (R15). Only this test clean-up steps past their triggers, for its own
-    statement; the application never does."""
+    """Tests that commit are cleaned up with TRUNCATE, which the application role may not
+    run and the append-only tables refuse (R15). Only this test clean-up does it: as the
+    owner role, the one role whose ``pgtrigger.ignore`` the append-only triggers honour."""
     import pgtrigger
     from django.db.backends.postgresql.operations import DatabaseOperations
 
+    from memoryadmin.database_roles import as_owner
+
     flush = DatabaseOperations.execute_sql_flush
 
-    def flush_ignoring_triggers(self: DatabaseOperations, sql_list: list[str]) -> None:
-        with pgtrigger.ignore():
+    def flush_as_owner(self: DatabaseOperations, sql_list: list[str]) -> None:
+        with as_owner(self.connection.alias), pgtrigger.ignore():
             flush(self, sql_list)
 
     # Replaced for the whole test session, restored at its end.
-    DatabaseOperations.execute_sql_flush = flush_ignoring_triggers  # type: ignore[method-assign,assignment]
+    DatabaseOperations.execute_sql_flush = flush_as_owner  # type: ignore[method-assign,assignment]
     yield
     DatabaseOperations.execute_sql_flush = flush  # type: ignore[method-assign]
 

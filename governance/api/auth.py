@@ -9,7 +9,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions, permissions
 from rest_framework.request import Request
 
-from governance import access, context
+from governance import access, context, rls
 from governance.api.errors import ScopeMissing
 from governance.models import AgentKey, PersonalAccessToken
 from governance.services import credentials
@@ -43,6 +43,7 @@ class AgentKeyAuthentication(authentication.BaseAuthentication):
         if key is None or key.agent.retired_at is not None or key.agent.project.archived_at is not None:
             raise exceptions.AuthenticationFailed("The agent key is not valid (unknown, revoked or retired).")
         context.set_actor(f"agent:{key.agent.slug}")
+        rls.set_scope(rls.projects([key.agent.project_id]))
         return AgentPrincipal(key), key
 
     def authenticate_header(self, request: Request) -> str:
@@ -60,6 +61,7 @@ class AccessTokenAuthentication(authentication.BaseAuthentication):
                 "The access token is not valid (unknown, revoked or expired)."
             )
         context.set_actor(f"user:{token.user.get_username()}", user=token.user)
+        rls.set_scope(rls.for_user(token.user))
         return token.user, token
 
     def authenticate_header(self, request: Request) -> str:

@@ -1,6 +1,6 @@
 """The domain model (DESIGN.md "Concepts"), one module per noun."""
 
-from governance.models.audit import AuditCheckpoint, AuditEntry
+from governance.models.audit import AuditCheckpoint, AuditEntry, ErasureGrant
 from governance.models.facts import Fact, Supersession, Tombstone
 from governance.models.jobs import Job
 from governance.models.policies import ChangeApproval, PolicyDraft, PolicyVersion
@@ -23,6 +23,7 @@ __all__ = [
     "AuditCheckpoint",
     "AuditEntry",
     "ChangeApproval",
+    "ErasureGrant",
     "Fact",
     "Job",
     "Membership",

@@ -85,3 +85,21 @@ class AuditCheckpoint(models.Model):
 
     def __str__(self) -> str:
         return f"checkpoint of #{self.sequence}"
+
+
+class ErasureGrant(models.Model):
+    """Erasure is open in the transaction ``transaction_id``, as ``audit_entry`` records.
+
+    Written only by the database function ``governance_open_erasure`` (SECURITY
+    DEFINER), together with its audit entry; a trigger refuses any other role's
+    insert, update or delete, so the application role cannot open erasure by
+    itself. The append-only triggers of erasable history let an UPDATE through
+    only while a grant for the current transaction exists.
+    """
+
+    transaction_id = models.BigIntegerField(db_index=True)
+    audit_entry = models.ForeignKey(AuditEntry, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"erasure in transaction {self.transaction_id}"

@@ -14,6 +14,7 @@ from typing import Any
 from django.db import connection, models, transaction
 from django.utils import timezone
 
+from governance import rls
 from governance.context import current_actor
 from governance.models import AuditEntry, Project
 
@@ -48,6 +49,27 @@ def record(
     actor: str | None = None,
     actor_user: Any = None,
 ) -> AuditEntry:
+    # The trail is the system's: an entry without a project is appended from a
+    # request scoped to some projects too (row-level security, governance.rls).
+    with rls.every_project():
+        entry = next_entry(project, action, obj, reason=reason, data=data, actor=actor, actor_user=actor_user)
+        entry.save(force_insert=True)
+    return entry
+
+
+def next_entry(
+    project: Project | None,
+    action: str,
+    obj: models.Model | tuple[str, Any],
+    *,
+    reason: str = "",
+    data: dict[str, Any] | None = None,
+    actor: str | None = None,
+    actor_user: Any = None,
+) -> AuditEntry:
+    """The next link of ``project``'s chain, hashed and not yet saved; the chain stays locked
+    until the transaction ends. ``record`` saves it; erasure hands it to the database function
+    that saves it (governance.services.erasure)."""
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("Audit entries are written inside the transaction of the change they record.")
     if isinstance(obj, tuple):
@@ -60,12 +82,13 @@ def record(
     # the transaction ends, so the next entry sees this one as its predecessor.
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [8_675_309, project.pk if project else 0])
-    last = (
-        AuditEntry.objects.filter(project=project)
-        .order_by("-sequence")
-        .values("sequence", "entry_hash")
-        .first()
-    )
+    with rls.every_project():
+        last = (
+            AuditEntry.objects.filter(project=project)
+            .order_by("-sequence")
+            .values("sequence", "entry_hash")
+            .first()
+        )
     entry = AuditEntry(
         project=project,
         sequence=(last["sequence"] + 1) if last else 1,
@@ -81,7 +104,6 @@ def record(
         previous_hash=last["entry_hash"] if last else GENESIS,
     )
     entry.entry_hash = entry_digest(entry)
-    entry.save(force_insert=True)
     return entry
 
 

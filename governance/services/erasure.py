@@ -50,12 +50,11 @@ from governance.models import (
 )
 from governance.models.jobs import JobStatus
 from governance.rules import erasure as rules
-from governance.rules import identifiers
 from governance.rules.text import statement_fingerprint
 from governance.selectors import erasures as selectors
 from governance.services import audit, checkpoints, session_blocks
 from governance.services.facts import _quoted_forms
-from governance.services.history import erase_rows
+from governance.services.history import erase_rows, open_erasure
 
 logger = logging.getLogger(__name__)
 
@@ -192,6 +191,18 @@ def _progress(job: Job, counts: dict[str, Any], tombstones: list[int], seals: di
     job.save(update_fields=["result", "progress_done"])
 
 
+def _open_history(job: Job, principal_id: int) -> None:
+    """This transaction may blank history rows (recorded in the audit chain; docs/erasure.md)."""
+    open_erasure(
+        job.project,
+        ("principal", principal_id),
+        reason=str(job.params.get("reason", "")) or "Forgetting a person",
+        data={"job": str(job.pk)},
+        actor=str(job.params.get("actor", "")) or None,
+        actor_user=job.created_by,
+    )
+
+
 @transaction.atomic
 def erase_fact_batch(job_id: UUID, batch_size: int = BATCH) -> int:
     """Erase the next batch of the person's facts; how many (0 when none are left)."""
@@ -202,6 +213,7 @@ def erase_fact_batch(job_id: UUID, batch_size: int = BATCH) -> int:
     )
     if not ids:
         return 0
+    _open_history(job, principal_id)
     # Lock order as a withdrawal and a review decision take them: the writes, then the facts.
     list(
         Write.objects.select_for_update(of=("self",))
@@ -232,11 +244,6 @@ def erase_fact_batch(job_id: UUID, batch_size: int = BATCH) -> int:
                 fingerprint=statement_fingerprint(f["statement"], key)
                 if f["statement"]
                 else f["fingerprint"],
-                # Keyed hashes of the identifying values, as withdrawal keeps them,
-                # so a rewording of a forgotten address is caught too.
-                value_digests=(
-                    sorted(identifiers.value_digests(f["statement"], key)) if f["statement"] else []
-                ),
             )
             for f in facts
             if f["pk"] not in tombstoned
@@ -393,6 +400,7 @@ def erase_write_batch(job_id: UUID, batch_size: int = BATCH) -> int:
     )
     if not ids:
         return 0
+    _open_history(job, principal_id)
     external_id = str(job.params.get("external_id", "")) or str(job.params["pseudonym"])
     pseudonym = str(job.params["pseudonym"])
     params: list[Any] = [rules.ERASED, rules.ERASED, external_id, pseudonym, ids]
@@ -449,6 +457,7 @@ def finish_erasure(job_id: UUID) -> Job:
     if job.is_finished:
         return job
     principal_id = int(job.params["principal"])
+    _open_history(job, principal_id)
     # Decisions on writes erased earlier by a withdrawal (their text was already gone).
     decisions = selectors.decisions_to_erase(principal_id).values_list("write_id", flat=True)
     review_decisions = _erase_review_material(list(decisions))

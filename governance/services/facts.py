@@ -22,12 +22,11 @@ from governance.models import (
     Tombstone,
     Write,
 )
-from governance.models.history import ERASURE_SETTING
 from governance.rules import guard, identifiers, supersession
 from governance.rules import withdrawal as withdrawal_rules
 from governance.rules.rendering import memory_text, single_line
 from governance.rules.text import keyed_digest, statement_fingerprint
-from governance.services import audit, checkpoints, session_blocks
+from governance.services import audit, checkpoints, history, session_blocks
 
 ERASED = "[withdrawn]"
 
@@ -300,6 +299,16 @@ def _withdraw(fact_id: int, *, reason: str, actor: str, user: Any, by_agent: boo
     )
     stray = sorted(w.pk for w in writes if w.pk not in owned and w.pk not in kept_writes)
     now = timezone.now()
+    # The append-only history accepts the erasing UPDATEs below only once this
+    # transaction holds an erasure grant, recorded in the audit trail (R15).
+    history.open_erasure(
+        fact.project,
+        fact,
+        reason=reason,
+        actor=actor,
+        actor_user=user,
+        data={"copies": [f.pk for f in erased_facts if f is not fact], "writes": [w.pk for w in writes]},
+    )
     if already:
         _erase_left_behind(fact, erased_facts, stray, writes, reason=reason, actor=actor, user=user, now=now)
         return fact.tombstone
@@ -561,8 +570,6 @@ def _erase_everywhere(fact: Fact, statement: str, *, keep: list[int], extra: lis
         - set(keep)
     )
     with connection.cursor() as cursor:
-        # Lets the append-only triggers accept these UPDATEs, for this transaction only.
-        cursor.execute("SELECT set_config(%s, 'on', true)", [ERASURE_SETTING])
         cursor.execute(
             "UPDATE governance_factevent SET statement = '', summary_check = NULL WHERE pgh_obj_id = %s",
             [fact.pk],
@@ -616,7 +623,6 @@ def _erase_everywhere(fact: Fact, statement: str, *, keep: list[int], extra: lis
             )
         quoting = _scrub_quoting_writes(cursor, fact, [*own, *keep], forms)
         retrievals = _redact_retrievals(cursor, fact, forms)
-        cursor.execute("SELECT set_config(%s, 'off', true)", [ERASURE_SETTING])
     return Erased(own_writes=own, quoting_writes=quoting, retrievals=retrievals)
 
 

@@ -7,15 +7,16 @@ from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import connection
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from governance.models import AuditEntry, Fact, RetrievalEvent
 from governance.services import checkpoints
+from tests.governance.database_helpers import tamper
 from tests.governance.services.test_lifecycle import STATEMENT, retrieve, withdraw, write
-from tests.governance.test_verify_audit import tamper
 
-pytestmark = pytest.mark.django_db
+# The tampering is done on the owner's connection, which sees only committed rows.
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def verify() -> tuple[int, str]:
@@ -62,20 +63,21 @@ def test_context_edited_by_a_database_administrator_is_reported(served: tuple[in
     assert "does not match its seal" in out
 
 
-def test_erasure_switch_opened_by_hand_no_longer_hides_an_edit(served: tuple[int, list[int]]) -> None:
-    """Any session can still open the switch (until the application's role cannot); the seal shows it."""
+def test_erasure_switch_set_by_hand_opens_nothing(served: tuple[int, list[int]]) -> None:
+    """The old switch, a setting any session could change, no longer lets an edit through."""
     victim = served[1][0]
-    with connection.cursor() as cursor:
+    with (
+        pytest.raises(DatabaseError, match="Cannot update"),
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
         cursor.execute("SELECT set_config('memoryadmin.erasure', 'on', true)")
         cursor.execute(
             "UPDATE governance_retrievalevent SET query = 'nothing happened' WHERE id = %s", [victim]
         )
-        cursor.execute("SELECT set_config('memoryadmin.erasure', 'off', true)")
 
-    status, out = verify()
-
-    assert status == 1
-    assert f"retrieval_id={victim}" in out
+    assert RetrievalEvent.objects.get(pk=victim).query != "nothing happened"
+    assert verify()[0] == 0
 
 
 def test_withdrawal_redaction_is_resealed_recorded_and_accepted(

@@ -8,7 +8,6 @@ import subprocess
 import sys
 from io import StringIO
 from pathlib import Path
-from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -17,6 +16,7 @@ from django.db import connection
 from governance.models import AuditEntry
 from governance.services import checkpoints
 from governance.services.audit import entry_digest, verify_chain
+from tests.governance.database_helpers import tamper
 from tests.governance.review_helpers import propose
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,17 +32,6 @@ def history(project, support_bot, other_project):
     return entries
 
 
-def tamper(sql: str, params: list[Any], table: str = "governance_auditentry") -> None:
-    """Edit the append-only table as an attacker with database access would: triggers off."""
-    with connection.cursor() as cursor:
-        # Django's foreign keys are deferred; ALTER TABLE refuses while checks are pending.
-        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        cursor.execute(f"ALTER TABLE {table} DISABLE TRIGGER ALL")
-        cursor.execute(sql, params)
-        cursor.execute(f"ALTER TABLE {table} ENABLE TRIGGER ALL")
-        cursor.execute("SET CONSTRAINTS ALL DEFERRED")
-
-
 def verify(*args: str) -> tuple[int, str, str]:
     out, err = StringIO(), StringIO()
     try:
@@ -52,7 +41,7 @@ def verify(*args: str) -> tuple[int, str, str]:
     return 0, out.getvalue(), err.getvalue()
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)
 def test_intact_chain_exits_zero_with_a_summary(history):
     status, out, _ = verify()
     assert status == 0
@@ -60,7 +49,7 @@ def test_intact_chain_exits_zero_with_a_summary(history):
     assert f"Audit chain intact: {total} entries" in out
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)
 def test_edited_row_is_reported_at_that_entry(history):
     victim = history[4]
     tamper("UPDATE governance_auditentry SET reason = %s WHERE id = %s", ["nothing to see", victim.pk])
@@ -74,7 +63,7 @@ def test_edited_row_is_reported_at_that_entry(history):
     assert f"entry #{victim.sequence} (id {victim.pk})" in message
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)
 def test_edited_and_rehashed_row_is_reported_at_the_next_entry(history):
     victim = history[3]
     victim.reason = "approved by nobody"
@@ -92,7 +81,7 @@ def test_edited_and_rehashed_row_is_reported_at_the_next_entry(history):
     assert "does not link to the entry before it" in out
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)
 def test_deleted_row_is_reported_where_the_gap_is(history):
     victim = history[2]
     tamper("DELETE FROM governance_auditentry WHERE id = %s", [victim.pk])
@@ -104,7 +93,7 @@ def test_deleted_row_is_reported_where_the_gap_is(history):
     assert f"expected entry #{victim.sequence}: a row is missing" in out
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)
 def test_project_option_checks_one_chain(history, other_project):
     tamper("UPDATE governance_auditentry SET action = 'fact.verified' WHERE id = %s", [history[1].pk])
 
@@ -157,7 +146,7 @@ def rewrite_and_rehash(entries: list[AuditEntry], reason: str) -> None:
         )
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)
 def test_intact_chain_with_checkpoints_exits_zero(history, tmp_path):
     exported = tmp_path / "checkpoints.jsonl"
     call_command("checkpoint_audit", "--export", str(exported), stdout=StringIO())
@@ -168,7 +157,7 @@ def test_intact_chain_with_checkpoints_exits_zero(history, tmp_path):
     assert "Each chain reaches its latest signed checkpoint" in out
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)
 def test_without_a_checkpoint_a_cut_tail_goes_unnoticed_and_the_output_says_so(history):
     tamper("DELETE FROM governance_auditentry WHERE id = ANY(%s)", [[e.pk for e in history[-3:]]])
 
@@ -178,7 +167,7 @@ def test_without_a_checkpoint_a_cut_tail_goes_unnoticed_and_the_output_says_so(h
     assert "No signed checkpoint yet" in out
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)
 def test_tail_deleted_after_a_checkpoint_is_reported_as_removed_entries(history):
     checkpoints.write_checkpoints()
     tamper("DELETE FROM governance_auditentry WHERE id = ANY(%s)", [[e.pk for e in history[-3:]]])
@@ -193,7 +182,7 @@ def test_tail_deleted_after_a_checkpoint_is_reported_as_removed_entries(history)
     assert "Audit chain broken in project acme" in message
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)
 def test_whole_chain_deleted_after_a_checkpoint_is_reported(history, project):
     checkpoints.write_checkpoints()
     tamper("DELETE FROM governance_auditentry WHERE project_id = %s", [project.pk])
@@ -206,7 +195,7 @@ def test_whole_chain_deleted_after_a_checkpoint_is_reported(history, project):
     assert "the whole chain was removed" in out
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)
 def test_entry_rewritten_with_every_hash_recomputed_is_caught_by_the_checkpoint(history):
     checkpoints.write_checkpoints()
     rewrite_and_rehash(history[3:], "approved by nobody")
@@ -220,7 +209,7 @@ def test_entry_rewritten_with_every_hash_recomputed_is_caught_by_the_checkpoint(
     assert "the chain was rewritten at or before this entry" in out
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)
 def test_forged_checkpoint_over_a_cut_tail_is_reported(history, project):
     checkpoints.write_checkpoints()
     tamper("DELETE FROM governance_auditentry WHERE id = ANY(%s)", [[e.pk for e in history[-2:]]])
@@ -241,7 +230,7 @@ def test_forged_checkpoint_over_a_cut_tail_is_reported(history, project):
     assert "does not match: that checkpoint was not written by this service" in out
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)
 def test_exported_file_catches_a_cut_tail_whose_checkpoints_were_deleted_too(history, tmp_path):
     exported = tmp_path / "checkpoints.jsonl"
     call_command("checkpoint_audit", "--export", str(exported), stdout=StringIO())
@@ -256,7 +245,7 @@ def test_exported_file_catches_a_cut_tail_whose_checkpoints_were_deleted_too(his
     assert "the last 2 entries were removed" in out
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)
 def test_edited_line_in_the_exported_file_is_reported(history, tmp_path):
     exported = tmp_path / "checkpoints.jsonl"
     call_command("checkpoint_audit", "--export", str(exported), stdout=StringIO())
@@ -271,7 +260,7 @@ def test_edited_line_in_the_exported_file_is_reported(history, tmp_path):
     assert "the signature of line 1 of checkpoints.jsonl" in out
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)
 def test_unreadable_checkpoint_file_is_a_usage_error(history, tmp_path):
     garbled = tmp_path / "checkpoints.jsonl"
     garbled.write_text("not json\n")

@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PRODUCTION = {
     "SECRET_KEY": "prod-example-5VwqgXQ2y0m7t1Zk9Jr3LhFbC8dNsAeUoPiYxW4vTgH6RjMn",
     "TOMBSTONE_KEY": "prod-example-tombstone-Qm4Lk8Vx2Zt6Bn0Hc5Rj9Wf3Dy7Gp1Su",
-    "DATABASE_URL": "postgresql://memory:secret@db.internal:5432/memory",
+    "DATABASE_URL": "postgresql://memory_app:secret@db.internal:5432/memory",
+    "DATABASE_OWNER_URL": "postgresql://memory_owner:other-secret@db.internal:5432/memory",
     "ALLOWED_HOSTS": "memory.example.com",
     "CSRF_TRUSTED_ORIGINS": "https://memory.example.com",
     "BEHIND_TLS_PROXY": "1",
@@ -59,6 +60,25 @@ def test_check_deploy_is_clean_with_the_documented_production_settings():
     assert result.returncode == 0, result.stderr + result.stdout
     assert "System check identified no issues (0 silenced)." in result.stdout
     assert "WARNINGS" not in result.stderr and "ERRORS" not in result.stderr
+
+
+def test_one_database_url_warns_that_least_privilege_is_not_in_force():
+    one_role = {k: v for k, v in PRODUCTION.items() if k != "DATABASE_OWNER_URL"}
+
+    result = run(["manage.py", "check", "--deploy", "--fail-level", "WARNING"], **one_role)
+
+    assert result.returncode != 0
+    assert "memoryadmin.W001" in result.stderr
+    assert "Least privilege is not in force" in result.stderr
+
+
+def test_an_owner_url_for_another_database_stops_start_up():
+    elsewhere = {**PRODUCTION, "DATABASE_OWNER_URL": "postgresql://memory_owner:x@db.internal:5432/other"}
+
+    result = run(["manage.py", "check"], **elsewhere)
+
+    assert result.returncode != 0
+    assert "memoryadmin.E004" in result.stderr
 
 
 def test_readme_documents_every_production_setting_the_test_uses():

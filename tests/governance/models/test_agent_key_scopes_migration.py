@@ -11,6 +11,7 @@ AFTER = [("governance", "0019_agent_key_scopes")]
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("migrating_as_owner")
 def test_existing_keys_get_every_scope():
     executor = MigrationExecutor(connection)
     executor.migrate(BEFORE)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import psycopg
 import pytest
 from django.db import ProgrammingError, connection, transaction
 
 from governance.models import AuditEntry
+from tests.governance.database_helpers import owner_cursor
 from tests.governance.review_helpers import propose
 
 APPEND_ONLY = {
@@ -49,33 +51,38 @@ def test_every_append_only_table_has_a_truncate_guard() -> None:
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("table", sorted(APPEND_ONLY))
-def test_truncate_is_refused(table: str, support_bot: Any) -> None:
+def test_truncate_is_refused_to_the_application(table: str, support_bot: Any) -> None:
     propose(support_bot, "Prefers tea to coffee")
     before = AuditEntry.objects.count()
 
     with (
-        pytest.raises(ProgrammingError, match="append-only"),
+        pytest.raises(ProgrammingError, match="permission denied"),
         transaction.atomic(),
         connection.cursor() as cursor,
     ):
-        # Deferred foreign-key checks would make PostgreSQL refuse first, for another reason.
-        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         cursor.execute(f"TRUNCATE {table} CASCADE")
 
     assert AuditEntry.objects.count() == before > 0
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("table", sorted(APPEND_ONLY))
+def test_truncate_is_refused_even_to_the_owner(table: str, support_bot: Any) -> None:
+    """The role that may run TRUNCATE still meets the statement-level trigger."""
+    propose(support_bot, "Prefers tea to coffee")
+    before = AuditEntry.objects.count()
+
+    with owner_cursor() as cursor, pytest.raises(psycopg.Error, match="append-only"):
+        cursor.execute(f"TRUNCATE {table} CASCADE")
+
+    assert AuditEntry.objects.count() == before > 0
+
+
+@pytest.mark.django_db(transaction=True)
 def test_truncating_a_parent_table_cannot_cascade_into_the_trail(support_bot: Any) -> None:
     propose(support_bot, "Prefers tea to coffee")
 
-    with (
-        pytest.raises(ProgrammingError, match="append-only"),
-        transaction.atomic(),
-        connection.cursor() as cursor,
-    ):
-        # Deferred foreign-key checks would make PostgreSQL refuse first, for another reason.
-        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+    with owner_cursor() as cursor, pytest.raises(psycopg.Error, match="append-only"):
         cursor.execute("TRUNCATE governance_project CASCADE")
 
     assert AuditEntry.objects.exists()

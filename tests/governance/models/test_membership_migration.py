@@ -11,6 +11,7 @@ AFTER = [("governance", "0008_membership_roles_from_groups")]
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("migrating_as_owner")
 def test_group_roles_become_membership_roles():
     executor = MigrationExecutor(connection)
     executor.migrate(BEFORE)

@@ -17,6 +17,7 @@ AFTER = [("governance", "0017_seal_existing_retrievals")]
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("migrating_as_owner")
 def test_unsealed_events_are_sealed_as_they_are(support_bot: Any) -> None:
     old = make_retrieval_event(support_bot.agent, query="bikes", context="Owns 3 bicycles", context_seal="")
     executor = MigrationExecutor(connection)

@@ -359,3 +359,47 @@ def principal_beliefs(
 
 def tokens_fraction(event: RetrievalEvent) -> float:
     return 0.0 if not event.token_budget else min(1.0, event.tokens_used / event.token_budget)
+
+
+@dataclass(frozen=True)
+class CandidateFact:
+    """One candidate of an event with the fact's scope and state as they are now (quality checks)."""
+
+    fact_id: int
+    decision: str
+    reason: str | None
+    project_id: int
+    principal_id: int | None
+    status: str
+    statement: str
+
+
+def candidate_facts(event: RetrievalEvent) -> list[CandidateFact]:
+    """Every candidate of ``event`` with its fact's project, person and status, in one query.
+
+    The memory-quality harness reads these right after a retrieval to see
+    whether another project's or another person's memory was among them.
+    """
+    rows = (
+        RetrievalCandidate.objects.filter(event=event)
+        .order_by("rank", "id")
+        .values_list(
+            "fact_id",
+            "decision",
+            "reason",
+            "fact__project_id",
+            "fact__principal_id",
+            "fact__status",
+            "fact__statement",
+        )
+    )
+    return [CandidateFact(*row) for row in rows]
+
+
+def selected_fact_ids(event_id: int) -> list[int]:
+    """The facts an event injected, in rank order (feedback may name only these)."""
+    return list(
+        RetrievalCandidate.objects.filter(event_id=event_id, decision="selected")
+        .order_by("rank", "id")
+        .values_list("fact_id", flat=True)
+    )

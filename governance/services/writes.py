@@ -129,6 +129,7 @@ def submit_write(
     auto_approve_min_authority: int | None = None,
     after_create: Callable[[Write], None] | None = None,
     corroborate: bool = True,
+    now: datetime | None = None,
 ) -> Write:
     """Record the write and everything that follows from it; replay for a repeated key.
 
@@ -168,6 +169,7 @@ def submit_write(
                 after_create=after_create,
                 corroborate=corroborate,
                 embedding=embedding,
+                now=now,
             )
         except IntegrityError as exc:
             # A concurrent request with the same key committed first (the unique
@@ -221,11 +223,12 @@ def _submit(
     after_create: Callable[[Write], None] | None,
     corroborate: bool,
     embedding: tuple[float, ...] | None = None,
+    now: datetime | None = None,
 ) -> Write:
     project = agent.project
     assert agent.active_policy is not None, "every agent has an active policy version"
     policy = agent.active_policy.policy
-    now = timezone.now()
+    now = now or timezone.now()
 
     principal = _principal(agent, request.principal)
     try:

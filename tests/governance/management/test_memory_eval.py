@@ -55,14 +55,14 @@ def test_every_shipped_scenario_meets_its_thresholds() -> None:
 
 @pytest.mark.parametrize("name", sorted(PENDING))
 def test_scenarios_waiting_for_other_fixes(name: str) -> None:
-    code, out, _ = run(str(SCENARIO_DIR / name), "--json")
+    code, _out, _ = run(str(SCENARIO_DIR / name), "--json")
     if code != 0:
         pytest.xfail(PENDING[name])
     pytest.fail(f"{name} passes now: move it out of PENDING.")
 
 
 def test_a_deliberately_broken_policy_is_caught() -> None:
-    code, out, err = run(str(BROKEN), "--json")
+    code, out, _err = run(str(BROKEN), "--json")
     assert code == 1
     doc = json.loads(out)
     # Exactly the keys issue 14 names.
@@ -101,6 +101,6 @@ def test_a_bad_file_is_a_usage_error(tmp_path: Path) -> None:
     assert run(str(tmp_path / "missing.yaml"))[0] == 2
     bad = tmp_path / "bad.yaml"
     bad.write_text("steps:\n  - retrieve: {expect: [nobody]}\n")
-    code, out, err = run(str(bad))
+    code, _out, err = run(str(bad))
     assert code == 1
     assert "no earlier write named nobody" in err

@@ -21,6 +21,11 @@ urlpatterns = [
     path("writes/<id:write_id>", writes.WriteDetail.as_view(), name="api-write"),
     path("retrieve", retrievals.Retrieve.as_view(), name="api-retrieve"),
     path("retrievals/<id:retrieval_id>", retrievals.RetrievalDetail.as_view(), name="api-retrieval"),
+    path(
+        "retrievals/<id:retrieval_id>/feedback",
+        retrievals.RetrievalFeedbackView.as_view(),
+        name="api-retrieval-feedback",
+    ),
     path("principals/<extid:external_id>/memories", facts.PrincipalMemories.as_view(), name="api-memories"),
     path("facts/<id:fact_id>", facts.FactDetail.as_view(), name="api-fact"),
     path("facts/<id:fact_id>/withdraw", facts.FactWithdraw.as_view(), name="api-fact-withdraw"),

@@ -29,6 +29,7 @@ urlpatterns = [
     path("principals/<extid:external_id>/memories", facts.PrincipalMemories.as_view(), name="api-memories"),
     path("facts/<id:fact_id>", facts.FactDetail.as_view(), name="api-fact"),
     path("facts/<id:fact_id>/withdraw", facts.FactWithdraw.as_view(), name="api-fact-withdraw"),
+    path("facts/<id:fact_id>/dispute", facts.FactDispute.as_view(), name="api-fact-dispute"),
     path("sessions/<extid:session_id>/end", sessions.EndSession.as_view(), name="api-session-end"),
     path("admin/retrievals", AdminRetrievalLog.as_view(), name="api-admin-retrievals"),
     path("admin/reviews", ReviewQueue.as_view(), name="api-admin-reviews"),

@@ -57,6 +57,7 @@ CHECK_LABELS: dict[str, str] = {
     "semantic_unavailable": "Meaning not checked",
     "conflict": "Would replace the current fact",
     "summary_check": "Summary dropped details",
+    "disputed": "The person says this is wrong or outdated",
 }
 ACTION_WORDS: dict[str, str] = {
     "approve": "approved",

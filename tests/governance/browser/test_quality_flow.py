@@ -27,7 +27,9 @@ def shoot(page: Page, name: str) -> None:
 
 def test_policy_editor_starts_a_run_and_sees_what_failed(page: Page, live_server, policy_editor):
     # An earlier run from the command line that missed: the broken policy.
-    broken = evaluations.create_run([evaluations.SCENARIO_DIR / "broken" / "broken_policy.yaml"], origin="command")
+    broken = evaluations.create_run(
+        [evaluations.SCENARIO_DIR / "broken" / "broken_policy.yaml"], origin="command"
+    )
     evaluations.execute_run(broken.pk)
 
     page.goto(f"{live_server.url}/login/?next=/quality/")

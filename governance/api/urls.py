@@ -1,6 +1,6 @@
 from django.urls import path, register_converter
 
-from governance.api import facts, retrievals, sessions, writes
+from governance.api import attribution, facts, retrievals, sessions, writes
 from governance.api import policies as policy_api
 from governance.api.admin_retrievals import RetrievalLog as AdminRetrievalLog
 from governance.api.audit import AuditExport, AuditHistory
@@ -32,6 +32,7 @@ urlpatterns = [
     path("facts/<id:fact_id>/dispute", facts.FactDispute.as_view(), name="api-fact-dispute"),
     path("sessions/<extid:session_id>/end", sessions.EndSession.as_view(), name="api-session-end"),
     path("admin/retrievals", AdminRetrievalLog.as_view(), name="api-admin-retrievals"),
+    path("admin/projects/<slug:project>/why", attribution.WhyDidntItKnow.as_view(), name="api-admin-why"),
     path("admin/reviews", ReviewQueue.as_view(), name="api-admin-reviews"),
     path("admin/reviews/<id:write_id>/decision", ReviewDecisionView.as_view(), name="api-admin-decision"),
     path(POLICY, policy_api.PolicyView.as_view(), name="api-admin-policy"),

@@ -403,3 +403,18 @@ def selected_fact_ids(event_id: int) -> list[int]:
         .order_by("rank", "id")
         .values_list("fact_id", flat=True)
     )
+
+
+def fact_candidate_history(
+    fact_ids: Sequence[int], *, limit: int = 20
+) -> dict[int, list[tuple[int, datetime, str, str | None]]]:
+    """Per fact, its latest appearances as a candidate: (event id, time, decision, reason), newest first."""
+    history: dict[int, list[tuple[int, datetime, str, str | None]]] = {fact_id: [] for fact_id in fact_ids}
+    for fact_id in fact_ids:
+        rows = (
+            RetrievalCandidate.objects.filter(fact_id=fact_id)
+            .order_by("-event__created_at", "-event_id")
+            .values_list("event_id", "event__created_at", "decision", "reason")[:limit]
+        )
+        history[fact_id] = list(rows)
+    return history

@@ -8,17 +8,19 @@ or policy editor of some project (the people who change what agents get).
 
 from __future__ import annotations
 
+from django import forms
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
 from governance import access
-from governance.models import EvaluationRun
+from governance.models import Agent, EvaluationRun
 from governance.rules import evaluations as rules
 from governance.selectors import evaluations as selectors
+from governance.selectors.attribution import why_missing
 from governance.services import evaluations as service
-from governance.views.base import checked, console_view
+from governance.views.base import check, checked, console_view
 
 RUNS_TEMPLATE = "governance/evaluations/runs.html"
 RUN_TEMPLATE = "governance/evaluations/run.html"
@@ -78,3 +80,37 @@ def run(request: HttpRequest, run_id: int) -> HttpResponse:
             return response
         return render(request, f"{RUN_TEMPLATE}#progress", context)
     return render(request, RUN_TEMPLATE, context)
+
+
+WHY_TEMPLATE = "governance/evaluations/why.html"
+
+
+class WhyForm(forms.Form):
+    project = forms.ChoiceField(label="Project")
+    principal = forms.CharField(label="Person (their id)", max_length=200)
+    phrase = forms.CharField(label="What it should have known (a few words)", min_length=2, max_length=200)
+    agent = forms.SlugField(label="Agent (optional)", max_length=64, required=False)
+
+
+@console_view()
+def why(request: HttpRequest) -> HttpResponse:
+    """Why didn't it know? An auditor or product manager names a person and a phrase."""
+    projects = list(access.projects_of(request.user).order_by("slug"))
+    form = WhyForm(request.GET or None)
+    project_field = form.fields["project"]
+    assert isinstance(project_field, forms.ChoiceField)
+    project_field.choices = [(p.slug, p.name) for p in projects]
+    answer = None
+    status = 200
+    if request.GET:
+        if form.is_valid():
+            project = next(p for p in projects if p.slug == form.cleaned_data["project"])
+            check(request, project)
+            agent_slug = form.cleaned_data.get("agent")
+            agent = get_object_or_404(Agent, project=project, slug=agent_slug) if agent_slug else None
+            answer = why_missing(
+                project, form.cleaned_data["principal"], form.cleaned_data["phrase"], agent=agent
+            )
+        else:
+            status = 400
+    return render(request, WHY_TEMPLATE, {"form": form, "answer": answer}, status=status)

@@ -8,4 +8,5 @@ app_name = "quality"
 urlpatterns: list[URLPattern] = [
     path("", evaluations.runs, name="runs"),
     path("runs/<int:run_id>/", evaluations.run, name="run"),
+    path("why/", evaluations.why, name="why"),
 ]

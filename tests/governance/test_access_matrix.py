@@ -48,6 +48,11 @@ SECRET = "Project B's secret: the launch codename is BLUEBIRD"
 # Pages of no project: memory-quality runs play made-up scenarios in projects
 # of their own, so every member reads them (docs/quality.md).
 PLATFORM_WIDE = frozenset({"quality:run"})
+# Reads that need a question in the query string to answer 200.
+QUERIES = {
+    "api-admin-why": "?principal=carol&phrase=Oslo",
+    "quality:why": "?project=globex&principal=carol&phrase=Oslo",
+}
 
 
 @dataclass(frozen=True)
@@ -173,7 +178,7 @@ def _url(route: Route, values: dict[str, Any], *, session_external: str) -> str:
         kwargs[param] = values[param]
         if route.is_api and param == "session_id":
             kwargs[param] = session_external  # the agent API names sessions by external id
-    return reverse(route.name, kwargs=kwargs)
+    return reverse(route.name, kwargs=kwargs) + QUERIES.get(route.name, "")
 
 
 def _state() -> tuple[object, ...]:

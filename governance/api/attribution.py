@@ -9,6 +9,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from governance import access
 from governance.api.base import GovernanceAPIView
 from governance.models import Agent, Project
 from governance.rules.attribution import VERDICTS
@@ -41,6 +42,10 @@ class WhyResponseSerializer(serializers.Serializer):
 
 
 class WhyDidntItKnow(GovernanceAPIView):
+    # Read-only: declaring roles lets another method reach its 405 rather than
+    # a 403 that would suggest a role could allow it.
+    write_roles = access.READ_ROLES
+
     @extend_schema(
         parameters=[WhyQuery],
         responses={

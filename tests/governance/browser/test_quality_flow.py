@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 from playwright.sync_api import Page, expect
 
 from governance.services import evaluations
@@ -53,3 +54,29 @@ def test_policy_editor_starts_a_run_and_sees_what_failed(page: Page, live_server
 
     page.goto(f"{live_server.url}/quality/")
     shoot(page, "quality-history")
+
+
+def test_an_auditor_asks_why_an_agent_did_not_know(page: Page, live_server, auditor, support_bot, project):
+    response = support_bot.client.post(
+        "/api/v1/writes",
+        {
+            "principal": "alice",
+            "kind": "profile",
+            "key": "city",
+            "statement": "Alice lives in Leeds.",
+            "source": {"type": "user_statement", "ref": "chat:1", "observed_at": timezone.now().isoformat()},
+        },
+        format="json",
+    )
+    assert response.status_code == 201
+
+    page.goto(f"{live_server.url}/login/?next=/quality/why/")
+    page.fill("#id_username", auditor.username)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.select_option("#id_project", project.slug)
+    page.fill("#id_principal", "alice")
+    page.fill("#id_phrase", "Leeds")
+    page.click("#why-ask")
+    expect(page.locator('li[data-verdict="never_a_candidate"]')).to_contain_text("Alice lives in Leeds.")
+    shoot(page, "quality-why")

@@ -44,6 +44,7 @@ def test_at_least_twenty_scenarios_ship() -> None:
 def test_every_shipped_scenario_meets_its_thresholds() -> None:
     files = [str(p) for p in shipped_scenarios() if p.name not in PENDING]
     code, out, err = run(*files)
+    print(out)  # the per-scenario table, for `pytest -s`
     assert code == 0, out + err
     assert "overall" in out and "FAIL" not in out
     run_row = EvaluationRun.objects.get()

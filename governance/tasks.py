@@ -143,3 +143,20 @@ def checkpoint_audit() -> int:
 def erase_principal(job_id: str) -> bool:
     """Forget a person (issue 18); the job row carries progress and, at the end, the receipt."""
     return erasure_service.run(job_id)
+
+
+@shared_task(
+    name="governance.tasks.run_evaluation",
+    soft_time_limit=REPLAY_TIME_LIMITS[0],
+    time_limit=REPLAY_TIME_LIMITS[1],
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=2,
+    retry_backoff_max=60,
+    retry_jitter=True,
+    max_retries=3,
+)
+def run_evaluation(run_id: int) -> bool:
+    """A memory-quality run started from the console; the run row carries progress and results."""
+    from governance.services import evaluations
+
+    return evaluations.execute_run(run_id) is not None

@@ -14,4 +14,5 @@ urlpatterns = [
     path("sessions/", include("governance.views.urls_sessions")),
     path("credentials/", include("governance.views.urls_keys")),
     path("erasures/", include("governance.views.urls_erasures")),
+    path("quality/", include("governance.views.urls_evaluations")),
 ]

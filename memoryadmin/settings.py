@@ -396,6 +396,7 @@ CELERY_TASK_ROUTES = {
     "governance.tasks.embed_missing_facts": {"queue": "bulk"},
     "governance.tasks.expire_facts": {"queue": "bulk"},
     "governance.tasks.run_replay": {"queue": "bulk"},
+    "governance.tasks.run_evaluation": {"queue": "bulk"},
     "governance.tasks.checkpoint_audit": {"queue": "bulk"},
     "governance.tasks.export_*": {"queue": "bulk"},
     "governance.tasks.erase_*": {"queue": "bulk"},

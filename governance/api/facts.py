@@ -51,11 +51,19 @@ class MemorySerializer(FactSerializer):
     tier = serializers.ChoiceField(
         choices=["recent", "confirm", "stale"], help_text="Freshness under the agent's active policy."
     )
+    plain_status = serializers.ChoiceField(
+        choices=["current", "needs re-confirmation", "outdated"],
+        help_text="The tier in words a person understands.",
+    )
 
 
 class PrincipalMemoriesSerializer(serializers.Serializer):
     principal = serializers.CharField()
     memories = MemorySerializer(many=True)
+    counts = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text='How many memories are "current", "needs re-confirmation" and "outdated".',
+    )
 
 
 class SupersessionLinkSerializer(serializers.Serializer):
@@ -225,6 +233,67 @@ class FactWithdraw(AgentAPIView):
         return Response(WithdrawnSerializer(body).data)
 
 
+class DisputeSerializer(serializers.Serializer):
+    reason = serializers.CharField(
+        max_length=fact_service.MAX_DISPUTE_CHARS,
+        trim_whitespace=True,
+        help_text="The person's own words: what is wrong or outdated. A reviewer reads them.",
+    )
+    principal = serializers.CharField(
+        max_length=200,
+        help_text="External id of the person the fact is about, who disputes it.",
+    )
+
+
+class DisputeResponseSerializer(serializers.Serializer):
+    id = serializers.IntegerField(help_text="The disputed fact.")
+    status = serializers.CharField(help_text="pending_review: out of every context until a reviewer decides.")
+    confidence = serializers.CharField()
+    review_write = serializers.IntegerField(help_text="The review-queue item carrying the person's words.")
+
+
+class FactDispute(AgentAPIView):
+    scopes = {"POST": (KeyScope.FORGET, "dispute facts")}
+
+    @extend_schema(
+        request=DisputeSerializer,
+        responses={
+            200: DisputeResponseSerializer,
+            400: error_response(400, "`reason` or `principal` missing or invalid."),
+            404: error_response(
+                404,
+                "No such fact visible to this key, or it is not about the named person "
+                "(project facts are not a person's to dispute).",
+            ),
+            409: error_response(409, "Not current memory (already disputed, ended)."),
+        },
+        summary="The person says a memory about them is wrong or outdated",
+        description="The fact is kept out of every context until a reviewer decides, and joins the review "
+        "queue with the person's words. Approval keeps it; rejection takes it out of memory.",
+    )
+    def post(self, request: Request, fact_id: int) -> Response:
+        agent = self.agent(request)
+        fact = get_object_or_404(
+            fact_selectors.visible_to_agent(agent).select_related("principal"), pk=fact_id
+        )
+        serializer = DisputeSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        if fact.principal is None or fact.principal.external_id != data["principal"]:
+            raise NotFound()
+        try:
+            write = fact_service.dispute_fact(agent, fact, words=data["reason"])
+        except fact_service.FactStateError as exc:
+            raise Conflict(str(exc)) from exc
+        body = {"id": fact.pk, "status": "pending_review", "confidence": "disputed", "review_write": write.pk}
+        return Response(DisputeResponseSerializer(body).data)
+
+
+# The person's own words for the freshness tiers (R9): what "what do you remember
+# about me" shows them.
+PLAIN_STATUS = {"recent": "current", "confirm": "needs re-confirmation", "stale": "outdated"}
+
+
 class PrincipalMemories(AgentAPIView):
     scopes = {"GET": (KeyScope.READ, "read memories")}
 
@@ -238,8 +307,14 @@ class PrincipalMemories(AgentAPIView):
         assert agent.active_policy is not None
         policy = agent.active_policy.policy
         facts = fact_selectors.active_memories(principal)
-        body = {
-            "principal": principal.external_id,
-            "memories": [fact_body(f, policy_tiers=(policy.recent_days, policy.confirm_days)) for f in facts],
-        }
-        return Response(PrincipalMemoriesSerializer(body).data)
+        memories = []
+        for fact in facts:
+            body = fact_body(fact, policy_tiers=(policy.recent_days, policy.confirm_days))
+            # Added to the DESIGN.md contract, never replacing a field: a plain status a person reads.
+            body["plain_status"] = PLAIN_STATUS[str(body["tier"])]
+            memories.append(body)
+        counts = {plain: 0 for plain in PLAIN_STATUS.values()}
+        for body in memories:
+            counts[str(body["plain_status"])] += 1
+        payload = {"principal": principal.external_id, "memories": memories, "counts": counts}
+        return Response(PrincipalMemoriesSerializer(payload).data)

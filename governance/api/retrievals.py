@@ -9,8 +9,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from governance.api.base import AgentAPIView
-from governance.api.limits import MAX_ROUND
-from governance.api.schema import Number, Timestamp
+from governance.api.errors import Conflict
+from governance.api.limits import MAX_ROUND, db_id
+from governance.api.schema import Number, Timestamp, error_response
 from governance.models import RetrievalEvent
 from governance.models.projects import KeyScope
 from governance.models.retrievals import MODES, REASONS
@@ -172,3 +173,73 @@ class RetrievalDetail(AgentAPIView):
             project=self.project(request),
         )
         return Response(RetrievalDetailSerializer(event_detail(event)).data)
+
+
+# Feedback names items the retrieval gave, so it is never longer than max_items allows.
+MAX_FEEDBACK_IDS = 200
+
+
+class FeedbackRequestSerializer(serializers.Serializer):
+    used = serializers.ListField(
+        child=db_id(),
+        max_length=MAX_FEEDBACK_IDS,
+        help_text="Fact ids of the injected items the agent actually used.",
+    )
+    wrong = serializers.ListField(
+        child=db_id(),
+        max_length=MAX_FEEDBACK_IDS,
+        required=False,
+        default=list,
+        help_text="Fact ids of injected items the agent found wrong (optional).",
+    )
+
+
+class FeedbackResponseSerializer(serializers.Serializer):
+    retrieval_id = serializers.IntegerField()
+    used = serializers.ListField(child=serializers.IntegerField())
+    wrong = serializers.ListField(child=serializers.IntegerField())
+    stale_used = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="Used items that had been superseded, withdrawn or had expired when the feedback arrived.",
+    )
+    created_at = Timestamp()
+
+
+class RetrievalFeedbackView(AgentAPIView):
+    scopes = {"POST": (KeyScope.READ, "give feedback on retrievals")}
+
+    @extend_schema(
+        request=FeedbackRequestSerializer,
+        responses={
+            201: FeedbackResponseSerializer,
+            400: error_response(400, "An id the retrieval did not give, or a malformed list."),
+            404: error_response(404, "No such retrieval in the key's project."),
+            409: error_response(409, "This retrieval already has feedback."),
+        },
+        summary="Say which injected items the agent used, and which it found wrong",
+    )
+    def post(self, request: Request, retrieval_id: int) -> Response:
+        event = get_object_or_404(RetrievalEvent, pk=retrieval_id, project=self.project(request))
+        serializer = FeedbackRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            feedback = retrieval_service.record_feedback(
+                self.agent(request),
+                event,
+                used=serializer.validated_data["used"],
+                wrong=serializer.validated_data.get("wrong") or [],
+            )
+        except retrieval_service.FeedbackError as exc:
+            if exc.conflict:
+                raise Conflict(str(exc)) from exc
+            raise serializers.ValidationError({exc.field: [str(exc)]}) from exc
+        body = FeedbackResponseSerializer(
+            {
+                "retrieval_id": event.pk,
+                "used": feedback.used,
+                "wrong": feedback.wrong,
+                "stale_used": feedback.stale_used,
+                "created_at": feedback.created_at.isoformat(),
+            }
+        ).data
+        return Response(body, status=201)

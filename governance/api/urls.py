@@ -1,6 +1,6 @@
 from django.urls import path, register_converter
 
-from governance.api import erasures, facts, retrievals, sessions, writes
+from governance.api import attribution, erasures, facts, retrievals, sessions, writes
 from governance.api import policies as policy_api
 from governance.api.admin_retrievals import RetrievalLog as AdminRetrievalLog
 from governance.api.audit import AuditExport, AuditHistory
@@ -22,13 +22,20 @@ urlpatterns = [
     path("writes/<id:write_id>", writes.WriteDetail.as_view(), name="api-write"),
     path("retrieve", retrievals.Retrieve.as_view(), name="api-retrieve"),
     path("retrievals/<id:retrieval_id>", retrievals.RetrievalDetail.as_view(), name="api-retrieval"),
+    path(
+        "retrievals/<id:retrieval_id>/feedback",
+        retrievals.RetrievalFeedbackView.as_view(),
+        name="api-retrieval-feedback",
+    ),
     path("principals/<extid:external_id>/memories", facts.PrincipalMemories.as_view(), name="api-memories"),
     path("principals/<extid:external_id>/forget", erasures.ForgetPrincipal.as_view(), name="api-forget"),
     path("erasures/<uuid:erasure_id>", erasures.ErasureDetail.as_view(), name="api-erasure"),
     path("facts/<id:fact_id>", facts.FactDetail.as_view(), name="api-fact"),
     path("facts/<id:fact_id>/withdraw", facts.FactWithdraw.as_view(), name="api-fact-withdraw"),
+    path("facts/<id:fact_id>/dispute", facts.FactDispute.as_view(), name="api-fact-dispute"),
     path("sessions/<extid:session_id>/end", sessions.EndSession.as_view(), name="api-session-end"),
     path("admin/retrievals", AdminRetrievalLog.as_view(), name="api-admin-retrievals"),
+    path("admin/projects/<slug:project>/why", attribution.WhyDidntItKnow.as_view(), name="api-admin-why"),
     path("admin/reviews", ReviewQueue.as_view(), name="api-admin-reviews"),
     path("admin/reviews/<id:write_id>/decision", ReviewDecisionView.as_view(), name="api-admin-decision"),
     path(POLICY, policy_api.PolicyView.as_view(), name="api-admin-policy"),

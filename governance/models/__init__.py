@@ -1,6 +1,7 @@
 """The domain model (DESIGN.md "Concepts"), one module per noun."""
 
 from governance.models.audit import AuditCheckpoint, AuditEntry, ErasureGrant
+from governance.models.evaluations import EvaluationRun, EvaluationStatus
 from governance.models.facts import Fact, Supersession, Tombstone
 from governance.models.jobs import Job
 from governance.models.policies import ChangeApproval, PolicyDraft, PolicyVersion
@@ -13,7 +14,7 @@ from governance.models.projects import (
     Project,
     Session,
 )
-from governance.models.retrievals import RetrievalCandidate, RetrievalEvent
+from governance.models.retrievals import RetrievalCandidate, RetrievalEvent, RetrievalFeedback
 from governance.models.sessions import SessionBlock
 from governance.models.writes import ReviewDecision, Write
 
@@ -24,6 +25,8 @@ __all__ = [
     "AuditEntry",
     "ChangeApproval",
     "ErasureGrant",
+    "EvaluationRun",
+    "EvaluationStatus",
     "Fact",
     "Job",
     "Membership",
@@ -34,6 +37,7 @@ __all__ = [
     "Project",
     "RetrievalCandidate",
     "RetrievalEvent",
+    "RetrievalFeedback",
     "ReviewDecision",
     "Session",
     "SessionBlock",

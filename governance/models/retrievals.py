@@ -107,3 +107,26 @@ class RetrievalCandidate(models.Model):
 
     def __str__(self) -> str:
         return f"{self.decision} fact {self.fact_id}"
+
+
+class RetrievalFeedback(models.Model):
+    """What the agent says it did with a retrieval: the items it used, and any it found wrong.
+
+    One per retrieval, written by the agent that retrieved. ``stale_used`` is
+    judged when the feedback arrives: the used items that had by then been
+    superseded, withdrawn or had expired, which is stale adoption on live
+    traffic (docs/quality.md). Append-only like the event it describes.
+    """
+
+    event = models.OneToOneField(RetrievalEvent, on_delete=models.PROTECT, related_name="feedback")
+    used = models.JSONField(default=list)
+    wrong = models.JSONField(default=list)
+    stale_used = models.JSONField(default=list)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        triggers = append_only("feedback")
+
+    def __str__(self) -> str:
+        return f"feedback on retrieval {self.event_id}"

@@ -459,3 +459,62 @@ def principal_beliefs(
 
 def tokens_fraction(event: RetrievalEvent) -> float:
     return 0.0 if not event.token_budget else min(1.0, event.tokens_used / event.token_budget)
+
+
+@dataclass(frozen=True)
+class CandidateFact:
+    """One candidate of an event with the fact's scope and state as they are now (quality checks)."""
+
+    fact_id: int
+    decision: str
+    reason: str | None
+    project_id: int
+    principal_id: int | None
+    status: str
+    statement: str
+
+
+def candidate_facts(event: RetrievalEvent) -> list[CandidateFact]:
+    """Every candidate of ``event`` with its fact's project, person and status, in one query.
+
+    The memory-quality harness reads these right after a retrieval to see
+    whether another project's or another person's memory was among them.
+    """
+    rows = (
+        RetrievalCandidate.objects.filter(event=event)
+        .order_by("rank", "id")
+        .values_list(
+            "fact_id",
+            "decision",
+            "reason",
+            "fact__project_id",
+            "fact__principal_id",
+            "fact__status",
+            "fact__statement",
+        )
+    )
+    return [CandidateFact(*row) for row in rows]
+
+
+def selected_fact_ids(event_id: int) -> list[int]:
+    """The facts an event injected, in rank order (feedback may name only these)."""
+    return list(
+        RetrievalCandidate.objects.filter(event_id=event_id, decision="selected")
+        .order_by("rank", "id")
+        .values_list("fact_id", flat=True)
+    )
+
+
+def fact_candidate_history(
+    fact_ids: Sequence[int], *, limit: int = 20
+) -> dict[int, list[tuple[int, datetime, str, str | None]]]:
+    """Per fact, its latest appearances as a candidate: (event id, time, decision, reason), newest first."""
+    history: dict[int, list[tuple[int, datetime, str, str | None]]] = {fact_id: [] for fact_id in fact_ids}
+    for fact_id in fact_ids:
+        rows = (
+            RetrievalCandidate.objects.filter(fact_id=fact_id)
+            .order_by("-event__created_at", "-event_id")
+            .values_list("event_id", "event__created_at", "decision", "reason")[:limit]
+        )
+        history[fact_id] = list(rows)
+    return history

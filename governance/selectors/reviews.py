@@ -58,6 +58,7 @@ CHECK_LABELS: dict[str, str] = {
     "conflict": "Would replace the current fact",
     "possible_conflict": "May contradict a current fact",
     "summary_check": "Summary dropped details",
+    "disputed": "The person says this is wrong or outdated",
 }
 ACTION_WORDS: dict[str, str] = {
     "approve": "approved",

@@ -869,3 +869,71 @@ def statement_digest(text: str) -> str:
     holds an export cannot confirm a guessed statement after it was withdrawn.
     """
     return keyed_digest(text, settings.TOMBSTONE_KEY.encode())
+
+
+DISPUTE_CHECK = "disputed"
+MAX_DISPUTE_CHARS = 2000
+
+
+@transaction.atomic
+def dispute_fact(agent: Agent, fact: Fact, *, words: str) -> Write:
+    """The person says "that's wrong or outdated": the fact leaves every context until a reviewer decides.
+
+    The fact becomes ``pending_review`` (so R2 keeps it out, and every cached
+    session-start block holding it is dropped) with confidence ``disputed``,
+    and a write carrying the person's words joins the review queue. The
+    reviewer's approval puts the fact back as it was; a rejection removes it
+    from memory, kept in history (services/reviews.py ``decide``).
+    """
+    fact = Fact.objects.select_for_update().get(pk=fact.pk)
+    if fact.status != "active":
+        raise FactStateError(
+            f"Fact {fact.pk} is {fact.status.replace('_', ' ')}; only current memory can be disputed."
+        )
+    now = timezone.now()
+    previous_confidence = fact.confidence
+    fact.status = "pending_review"
+    fact.status_reason = "The person says this is wrong or outdated"
+    fact.status_changed_at = now
+    fact.confidence = "disputed"
+    fact.save(update_fields=["status", "status_reason", "status_changed_at", "confidence"])
+    _invalidate_session_blocks([fact.pk])
+    findings = [
+        {
+            "check": DISPUTE_CHECK,
+            "severity": "high",
+            "detail": (
+                "The person this is about says it is wrong or outdated: "
+                f"\u201c{single_line(words)}\u201d. "
+                "Approve to keep it as it is; reject to take it out of memory."
+            ),
+        }
+    ]
+    write = Write.objects.create(
+        project=fact.project,
+        agent=agent,
+        principal=fact.principal,
+        kind=fact.kind,
+        key=fact.key,
+        statement=fact.statement,
+        fingerprint=fact.fingerprint,
+        source_type="user_statement",
+        source_ref=f"dispute:fact-{fact.pk}",
+        source_observed_at=now,
+        authority=fact.authority,
+        findings=findings,
+        risk=min(99, 3 * 3 + 1),
+        outcome="pending_review",
+        status="pending_review",
+        fact=fact,
+        created_at=now,
+    )
+    audit.record(
+        fact.project,
+        "fact.disputed",
+        fact,
+        reason="The person says this is wrong or outdated",
+        actor=f"agent:{agent.slug}",
+        data={"write": write.pk, "previous_confidence": previous_confidence},
+    )
+    return write

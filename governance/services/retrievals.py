@@ -10,14 +10,23 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from governance.models import Agent, PolicyVersion, Principal, RetrievalCandidate, RetrievalEvent, Session
+from governance.models import (
+    Agent,
+    Fact,
+    PolicyVersion,
+    Principal,
+    RetrievalCandidate,
+    RetrievalEvent,
+    RetrievalFeedback,
+    Session,
+)
 from governance.rules import retrieval as rules
 from governance.rules.provenance import REF_MAX_CHARS
 from governance.rules.rendering import ResumeHint, single_line
 from governance.rules.sessions import HINT_SOURCE, resume_hint_findings
 from governance.rules.supersession import effective_caps
 from governance.selectors import retrievals as selectors
-from governance.services import checkpoints, session_blocks
+from governance.services import audit, checkpoints, session_blocks
 from governance.services.embeddings import embed_query
 from governance.services.sessions import open_session
 
@@ -43,11 +52,15 @@ class Retrieval:
     cache_note: str
 
 
-def retrieve(agent: Agent, request: RetrieveRequest) -> tuple[RetrievalEvent, Retrieval]:
+def retrieve(
+    agent: Agent, request: RetrieveRequest, *, now: datetime | None = None
+) -> tuple[RetrievalEvent, Retrieval]:
+    """``now`` is the moment ages and session modes are judged at: the scenario
+    harness passes its own clock (docs/quality.md); everyone else gets the real time."""
     started = time.perf_counter()
     assert agent.active_policy is not None, "every agent has an active policy version"
     version = agent.active_policy
-    now = timezone.now()
+    now = now or timezone.now()
     # The query is embedded before the transaction: the model call holds no locks.
     query_vector = embed_query(request.query) if request.query else None
     embedded = time.perf_counter()
@@ -288,3 +301,60 @@ def response_body(event: RetrievalEvent, result: Retrieval) -> dict[str, Any]:
         "candidates": event.candidate_count,
         "excluded": event.excluded_count,
     }
+
+
+class FeedbackError(Exception):
+    """Feedback the retrieval cannot take (answered as 400 naming ``field``, or 409 when repeated)."""
+
+    def __init__(self, field: str, message: str, *, conflict: bool = False) -> None:
+        super().__init__(message)
+        self.field = field
+        self.conflict = conflict
+
+
+# A used item in one of these states had changed by the time the agent acted
+# on it: stale adoption on live traffic (docs/quality.md).
+STALE_STATUSES = ("superseded", "withdrawn", "expired")
+
+
+def record_feedback(
+    agent: Agent, event: RetrievalEvent, *, used: list[int], wrong: list[int]
+) -> RetrievalFeedback:
+    """Store which injected items the agent used and which it found wrong, once per retrieval.
+
+    Only the items the retrieval injected can be named: anything else is an id
+    the agent was never given. The caller has checked the event is the agent's
+    project's (R1).
+    """
+    injected = set(selectors.selected_fact_ids(event.pk))
+    for field, ids in (("used", used), ("wrong", wrong)):
+        strays = sorted(set(ids) - injected)
+        if strays:
+            raise FeedbackError(
+                field,
+                f"Retrieval {event.pk} did not give the agent "
+                f"{'item' if len(strays) == 1 else 'items'} {', '.join(map(str, strays[:10]))}; "
+                "feedback can name only the items it gave.",
+            )
+    used_ids = sorted(set(used))
+    wrong_ids = sorted(set(wrong))
+    with transaction.atomic():
+        # The event row lock makes two racing feedbacks for one retrieval queue;
+        # the second then finds the first and is refused.
+        RetrievalEvent.objects.select_for_update().filter(pk=event.pk).first()
+        if RetrievalFeedback.objects.filter(event=event).exists():
+            raise FeedbackError("retrieval", f"Retrieval {event.pk} already has feedback.", conflict=True)
+        stale = sorted(
+            Fact.objects.filter(pk__in=used_ids, status__in=STALE_STATUSES).values_list("pk", flat=True)
+        )
+        feedback = RetrievalFeedback.objects.create(
+            event=event, used=used_ids, wrong=wrong_ids, stale_used=stale
+        )
+        audit.record(
+            event.project,
+            "retrieval.feedback",
+            event,
+            actor=f"agent:{agent.slug}",
+            data={"used": used_ids, "wrong": wrong_ids, "stale_used": stale},
+        )
+    return feedback

@@ -8,6 +8,7 @@ cannot serve one person's memory to another (R1, R12).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.db import transaction
 from django.utils import timezone
@@ -110,7 +111,10 @@ def dropped_finding(check: SummaryCheck, what: str = "summary") -> guard.Finding
     )
 
 
-def end_session(agent: Agent, external_id: str, request: EndRequest) -> EndResult:
+def end_session(
+    agent: Agent, external_id: str, request: EndRequest, *, now: datetime | None = None
+) -> EndResult:
+    """``now`` is the scenario harness's clock (docs/quality.md); by default the real time."""
     # Writes pass through open_session too, so this module cannot import them at load time.
     from governance.services.writes import UnknownReference, WriteRequest, submit_write
 
@@ -134,7 +138,7 @@ def end_session(agent: Agent, external_id: str, request: EndRequest) -> EndResul
             raise SessionAlreadyEnded(
                 f"Session '{external_id}' already ended at {session.ended_at.isoformat()}."
             )
-        now = timezone.now()
+        now = now or timezone.now()
         caps = effective_caps(agent.project.source_caps)
         # The hint is injected verbatim next session (R9) but is no fact, so the
         # guard's findings on it ride on the summary's write, where a reviewer
@@ -180,6 +184,7 @@ def end_session(agent: Agent, external_id: str, request: EndRequest) -> EndResul
                     after_create=attach_range,
                     # Each session keeps its own summary fact, event range and check.
                     corroborate=False,
+                    now=now,
                 )
             except UnknownReference as exc:
                 raise SessionError(exc.field, str(exc)) from exc

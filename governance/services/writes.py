@@ -137,6 +137,7 @@ def submit_write(
     after_create: Callable[[Write], None] | None = None,
     corroborate: bool = True,
     guard_vector: tuple[float, ...] | EllipsisType | None = ...,
+    now: datetime | None = None,
 ) -> Write:
     """Record the write and everything that follows from it; replay for a repeated key.
 
@@ -178,6 +179,7 @@ def submit_write(
                 after_create=after_create,
                 corroborate=corroborate,
                 embedding=embedding,
+                now=now,
             )
         except IntegrityError as exc:
             # A concurrent request with the same key committed first (the unique
@@ -268,11 +270,12 @@ def _submit(
     after_create: Callable[[Write], None] | None,
     corroborate: bool,
     embedding: tuple[float, ...] | None = None,
+    now: datetime | None = None,
 ) -> Write:
     project = agent.project
     assert agent.active_policy is not None, "every agent has an active policy version"
     policy = agent.active_policy.policy
-    now = timezone.now()
+    now = now or timezone.now()
 
     principal = _principal(agent, request.principal)
     try:

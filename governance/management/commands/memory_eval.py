@@ -1,0 +1,106 @@
+"""``manage.py memory_eval [files]``: play memory-quality scenarios and report the five metrics.
+
+With no files it plays every shipped scenario (governance/scenarios/). Exits 0
+when every scenario meets its thresholds and the pooled rates meet the
+shipped targets, 1 on any miss, 2 when a file cannot be used.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from governance.rules import evaluations as rules
+from governance.services import evaluations
+
+COLUMNS = (
+    ("recall", "recall"),
+    ("contamination", "contam."),
+    ("stale_adoption", "stale"),
+    ("cross_project_leakage", "leakage"),
+    ("write_back_amplification", "amplif."),
+)
+
+
+def table(report: evaluations.Report) -> str:
+    """The per-scenario table a person reads in a terminal."""
+    width = max([len("overall"), *(len(r.name) for r in report.scenarios)])
+    head = (
+        f"{'scenario':<{width}}  " + "  ".join(f"{label:>8}" for _, label in COLUMNS) + "  tokens/ret  result"
+    )
+    lines = [head, "-" * len(head)]
+
+    def row(name: str, metrics: dict[str, float], tokens: float, verdict: str) -> str:
+        cells = "  ".join(f"{metrics[metric]:>8.3f}" for metric, _ in COLUMNS)
+        return f"{name:<{width}}  {cells}  {tokens:>10.1f}  {verdict}"
+
+    for result in report.scenarios:
+        verdict = "pass" if result.passed else "FAIL"
+        if result.missed:
+            verdict += " (" + ", ".join(result.missed) + ")"
+        if result.error:
+            verdict += f" (error: {result.error})"
+        lines.append(row(result.name, result.metrics, result.tokens_per_retrieval, verdict))
+    lines.append("-" * len(head))
+    lines.append(
+        row("overall", report.overall, report.tokens_per_retrieval, "pass" if report.passed else "FAIL")
+    )
+    return "\n".join(lines)
+
+
+def document(report: evaluations.Report) -> dict[str, Any]:
+    """The --json document, with exactly the keys issue 14 names."""
+    return {
+        "overall": {metric: report.overall[metric] for metric in rules.METRICS},
+        "scenarios": [
+            {"name": r.name, **{metric: r.metrics[metric] for metric in rules.METRICS}, "passed": r.passed}
+            for r in report.scenarios
+        ],
+    }
+
+
+class Command(BaseCommand):
+    help = (
+        "Play memory-quality scenarios in projects of their own and report recall, contamination, "
+        "stale adoption, cross-project leakage and write-back amplification per scenario and overall. "
+        "Exits 1 when any scenario misses a threshold."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "files", nargs="*", help="Scenario YAML files or shipped scenario names (default: all)"
+        )
+        parser.add_argument(
+            "--json", action="store_true", help="Print one JSON document instead of the table"
+        )
+        parser.add_argument(
+            "--verbose-misses", action="store_true", help="List what each failing scenario missed"
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            paths = (
+                evaluations.resolve(options["files"]) if options["files"] else evaluations.shipped_scenarios()
+            )
+        except rules.ScenarioError as exc:
+            raise CommandError(str(exc), returncode=2) from exc
+        if not paths:
+            raise CommandError("No scenarios to play.", returncode=2)
+        run = evaluations.create_run(paths, origin="command")
+        report = evaluations.execute_run(run.pk)
+        assert report is not None, "a run just created is queued"
+        if options["json"]:
+            self.stdout.write(json.dumps(document(report), indent=2))
+        else:
+            self.stdout.write(table(report))
+            self.stdout.write(f"\nStored as evaluation run {run.pk}.")
+        if options["verbose_misses"] or not options["json"]:
+            for result in report.scenarios:
+                if not result.passed:
+                    self.stderr.write(f"{result.name}:{' ' + result.error if result.error else ''}")
+                    for note in result.notes[:20]:
+                        self.stderr.write(f"  - {note}")
+        if not report.passed:
+            raise CommandError("At least one scenario missed its thresholds.", returncode=1)

@@ -295,7 +295,7 @@ _LANG_CUE = re.compile(
     r"\b(?:use|uses|used|using|write|writes|writing|wrote|written|code|codes|coding|program|programs|"
     r"programming|develop|develops|developing|switched|switch|switching|moved|migrated|migrating|"
     r"prefer|prefers|preferred|favou?rite|language|languages|work in|works in|working in|build|builds|"
-    r"building|rewrote|rewriting|stack|mostly in|all in)\b",
+    r"building|rewrote|rewrite|rewriting|rewritten|ported|stack|mostly in|all in)\b",
     re.IGNORECASE,
 )
 _PLACE = r"(?P<place>[A-Z][\w'\-]+(?:(?:\s+|-)(?:[A-Z][\w'\-]+|upon|on|de|la|le)){0,3})"
@@ -394,7 +394,7 @@ _VERB_WORDS = _wordset(
     settled resides reside joined join joining left program programs programming employer
     company role job title position occupation time zone timezone mostly indent indents
     installed contact contacted reach notifications should please reply respond think guess
-    believe suppose
+    believe suppose written wrote rewritten rewrote rewrite ported port was were been has have had
     """
 )
 

@@ -20,10 +20,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 # Scenarios that describe the right behaviour but fail until another change
 # lands, with why. Strict: once one passes, this test fails until it is removed here.
-PENDING = {
-    "unkeyed_contradiction.yaml": "issue 20: an unkeyed 'rewritten from Python to Rust' does not retire "
-    "the unkeyed 'written in Python' yet",
-}
+# Scenarios expected to fail until the issue named fixes them (strict: a pass fails the test).
+PENDING: dict[str, str] = {}
 BROKEN = SCENARIO_DIR / "broken" / "broken_policy.yaml"
 
 

@@ -60,6 +60,10 @@ def database_from_url(url: str) -> dict[str, object]:
 
 # Off unless asked for with DEBUG=1 (``make run`` asks for its local stack).
 DEBUG = env_bool("DEBUG")
+# django-htmx's debug script replaces the whole console page with Django's raw
+# error page on any failed in-page request (it needs DEBUG too). Off even under
+# DEBUG: the console shows such errors in place (static/governance/console.js).
+HTMX_DEBUG_ERROR_PAGES = env_bool("HTMX_DEBUG_ERROR_PAGES")
 SECRET_KEY = env_str("SECRET_KEY")
 # Keyed hashes of withdrawn statements (tombstones) use their own secret, with
 # no fallback to SECRET_KEY: rotating the session secret must not unblock

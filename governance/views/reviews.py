@@ -48,7 +48,10 @@ class DecisionForm(forms.Form):
 
     def decision(self) -> review_service.Decision:
         data = self.cleaned_data
-        if data["action"] == "edit_approve":
+        # The statement box holds the text to approve: whichever approve button
+        # (or the keyboard) sends the form, an edit in it is what becomes memory.
+        # The service records a plain approval when the text is unchanged.
+        if data["action"] in ("approve", "edit_approve") and data.get("statement"):
             # Browsers send textarea line breaks as CRLF; an unchanged edit must compare equal.
             return review_service.Decision(
                 "approve", data["reason"], statement=data["statement"].replace("\r\n", "\n")

@@ -362,7 +362,19 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": crontab(minute="*/10"),
     },
     "checkpoint-audit": {"task": "governance.tasks.checkpoint_audit", "schedule": crontab(minute="*/5")},
+    "check-review-slas": {"task": "governance.tasks.check_review_slas", "schedule": crontab(minute="*/5")},
 }
+# Review queue health: a write waiting longer than this (minutes) breaches the
+# project's SLA unless the project sets its own; each breach is announced once
+# by email to the project's admins and REVIEW_SLA_NOTIFY_EMAILS (comma-separated).
+REVIEW_SLA_MINUTES = env_int("REVIEW_SLA_MINUTES", 240)
+REVIEW_SLA_NOTIFY_EMAILS = [
+    a.strip() for a in env_str("REVIEW_SLA_NOTIFY_EMAILS", "").split(",") if a.strip()
+]
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "memory-governance@localhost")
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
 
 LOGGING = {
     "version": 1,

@@ -186,7 +186,7 @@ def validity_timeline(fact: Fact, now: datetime) -> list[TimePoint]:
     points = [
         TimePoint(fact.source_observed_at, "Observed at the source"),
         TimePoint(fact.recorded_at, "Recorded"),
-        TimePoint(fact.last_verified_at, "Last verified (freshness counts from here, R9)"),
+        TimePoint(fact.last_verified_at, "Last verified (freshness counts from here)"),
     ]
     if fact.valid_from is not None:
         points.append(TimePoint(fact.valid_from, "Valid from"))

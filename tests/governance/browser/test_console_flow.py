@@ -159,3 +159,46 @@ def test_menu_opens_with_a_button_at_390_pixels(page: Page, live_server, project
         expect(nav.get_by_role("link", name=name)).to_be_visible()
     expect(page.get_by_role("button", name="Log out")).to_be_visible()
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+def test_sla_banner_appears_when_the_oldest_item_is_older_than_the_sla(
+    page: Page, live_server, project, support_bot
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from governance.models import Project
+
+    make_user("riley", "reviewer", project)
+    Project.objects.filter(pk=project.pk).update(review_sla_minutes=60)
+    write = propose(support_bot, PENDING)
+    Write.objects.filter(pk=write.pk).update(created_at=timezone.now() - timedelta(minutes=30))
+    log_in(page, live_server, "riley", "/reviews/")
+    expect(page.get_by_role("heading", name="Review queue")).to_be_visible()
+    assert page.locator(".sla-banner").count() == 0
+
+    Write.objects.filter(pk=write.pk).update(created_at=timezone.now() - timedelta(minutes=95))
+    page.reload()
+    banner = page.locator(f'.sla-banner[data-sla-breached="{project.slug}"]')
+    expect(banner).to_contain_text("The acme queue is late")
+    expect(banner).to_contain_text("1 h 35 min, longer than the 60-minute limit")
+
+
+def test_queue_filters_stay_in_the_url(page: Page, live_server, project, other_project, support_bot):
+    from tests.personas import grant, make_agent
+
+    riley = make_user("riley", "reviewer", project)
+    grant(riley, "reviewer", other_project)
+    ours = propose(support_bot, PENDING)
+    theirs = propose(make_agent(other_project, "globex-bot"), "Prefers the night shift rota in winter")
+    log_in(page, live_server, "riley", f"/reviews/?project={other_project.slug}")
+    expect(page.locator(f"#write-{theirs.pk}")).to_be_visible()
+    assert page.locator(f"#write-{ours.pk}").count() == 0
+
+    page.select_option("#id_project", "")
+    page.select_option("#id_source", "chat_message")
+    page.get_by_role("button", name="Filter").click()
+    assert "source=chat_message" in page.url
+    expect(page.locator(f"#write-{ours.pk}")).to_be_visible()
+    expect(page.locator("#id_source")).to_have_value("chat_message")

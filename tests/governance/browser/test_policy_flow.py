@@ -36,7 +36,7 @@ def test_policy_editor_edits_previews_and_publishes(page: Page, live_server, pro
     # A value the rules refuse is explained next to its field, and nothing is saved.
     page.fill("#id_confirm_days", "5")
     page.click("#save-draft")
-    expect(page.locator("#id_confirm_days_error")).to_contain_text("Must be greater than recent_days")
+    expect(page.locator("#id_confirm_days_error")).to_contain_text('Must be greater than "Recent for (days)"')
     expect(page.locator("#diff")).to_contain_text("No draft.")
 
     page.fill("#id_confirm_days", "10")

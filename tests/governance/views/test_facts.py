@@ -125,7 +125,13 @@ def test_writes_and_decisions_behind_the_fact(riley, support_bot, reviewer):
     assert f"#{write.pk}" in html
     assert "Approve by riley" in html
     assert "Heard it on the call" in html
-    assert "write.approve" not in html  # the write's own audit entry is the write's, not the fact's
+    # The fact page lists the same audit entries as the fact's timeline, the write's among them:
+    # it once said "No audit entries name this fact" while the timeline named it.
+    timeline = riley.get(f"/history/facts/{write.fact_id}/").content.decode()
+    for action in ("write.submitted", "write.approve"):
+        assert (action in html) == (action in timeline), action
+    assert "write.submitted" in html
+    assert "No audit entries name this fact" not in html
 
 
 def test_verify_records_the_reason_in_the_audit_trail(riley, support_bot):

@@ -7,6 +7,8 @@ places that cannot hold markup (attributes, options).
 
 from __future__ import annotations
 
+import re
+
 from django import template
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
@@ -14,6 +16,7 @@ from django.utils.safestring import SafeString
 from governance.rules.labels import label_for
 
 register = template.Library()
+_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d")
 
 
 @register.filter
@@ -59,7 +62,11 @@ def readable(value: object) -> str:
             return f"{readable(value['from'])} → {readable(value['to'])}"
         parts = [f"{label_for('field', str(k)).text}: {readable(v)}" for k, v in value.items()]
         return "; ".join(parts) if parts else "none"
-    return str(value)
+    text = str(value)
+    if _TIMESTAMP.match(text):
+        # One date format on every page: minutes, UTC, as the console's tables show them.
+        return text[:16].replace("T", " ")
+    return text
 
 
 @register.filter

@@ -181,6 +181,10 @@ def _queue_context(
         "filter_form": filter_form,
         "health": [h for h in queue_health_selectors.queue_health(projects) if h.oldest_waiting_at],
         "filter_query": _filter_query(filters),
+        # The tab and filters for the decision forms' URLs, so a post comes back to the same queue.
+        "queue_query": "&".join(
+            q for q in (urlencode({"status": status}) if status else "", _filter_query(filters)) if q
+        ),
         "filtered": any(vars(filters).values()),
         "status_tabs": STATUS_TABS,
         "cursor": cursor,
@@ -262,7 +266,10 @@ def _invalid(
         [item] = review_selectors.review_items([_queue_write(write.pk)])
         item.form = form
         item.can_decide = True  # the view checked the role before validating the form
-        return _fragments(request, [("item", {"item": item, "status": status})], status=code)
+        query = request.META.get("QUERY_STRING", "")
+        return _fragments(
+            request, [("item", {"item": item, "status": status, "queue_query": query})], status=code
+        )
     context = _queue_context(
         request, status=status, errors={write.pk: form}, extra_writes=[_queue_write(write.pk)]
     )

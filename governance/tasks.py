@@ -9,10 +9,12 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
+from governance.selectors import queue_health as queue_health_selectors
 from governance.services import checkpoints as checkpoint_service
 from governance.services import embeddings as embedding_service
 from governance.services import erasure as erasure_service
 from governance.services import facts as fact_service
+from governance.services import queue_health as queue_health_service
 from governance.services import replay as replay_service
 
 logger = logging.getLogger(__name__)
@@ -160,3 +162,40 @@ def run_evaluation(run_id: int) -> bool:
     from governance.services import evaluations
 
     return evaluations.execute_run(run_id) is not None
+
+
+@shared_task(
+    name="governance.tasks.check_review_slas",
+    soft_time_limit=SWEEP_TIME_LIMITS[0],
+    time_limit=SWEEP_TIME_LIMITS[1],
+)
+def check_review_slas() -> int:
+    """Beat sweep: one check per project whose review SLA state may change."""
+    ids = queue_health_selectors.projects_to_check()
+    for project_id in ids:
+        check_review_sla.delay(project_id)
+    return len(ids)
+
+
+@shared_task(
+    name="governance.tasks.check_review_sla",
+    autoretry_for=RETRY_FOR,
+    retry_backoff=2,
+    retry_backoff_max=300,
+    retry_jitter=True,
+    max_retries=3,
+)
+def check_review_sla(project_id: int) -> str:
+    return queue_health_service.check_review_sla(project_id)
+
+
+@shared_task(
+    name="governance.tasks.send_review_sla_notice",
+    autoretry_for=RETRY_FOR,
+    retry_backoff=5,
+    retry_backoff_max=600,
+    retry_jitter=True,
+    max_retries=5,
+)
+def send_review_sla_notice(project_id: int) -> int:
+    return queue_health_service.send_review_sla_notice(project_id)

@@ -60,6 +60,10 @@ def database_from_url(url: str) -> dict[str, object]:
 
 # Off unless asked for with DEBUG=1 (``make run`` asks for its local stack).
 DEBUG = env_bool("DEBUG")
+# django-htmx's debug script replaces the whole console page with Django's raw
+# error page on any failed in-page request (it needs DEBUG too). Off even under
+# DEBUG: the console shows such errors in place (static/governance/console.js).
+HTMX_DEBUG_ERROR_PAGES = env_bool("HTMX_DEBUG_ERROR_PAGES")
 SECRET_KEY = env_str("SECRET_KEY")
 # Keyed hashes of withdrawn statements (tombstones) use their own secret, with
 # no fallback to SECRET_KEY: rotating the session secret must not unblock
@@ -424,7 +428,19 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": timedelta(seconds=EMBED_SWEEP_SECONDS),
     },
     "checkpoint-audit": {"task": "governance.tasks.checkpoint_audit", "schedule": crontab(minute="*/5")},
+    "check-review-slas": {"task": "governance.tasks.check_review_slas", "schedule": crontab(minute="*/5")},
 }
+# Review queue health: a write waiting longer than this (minutes) breaches the
+# project's SLA unless the project sets its own; each breach is announced once
+# by email to the project's admins and REVIEW_SLA_NOTIFY_EMAILS (comma-separated).
+REVIEW_SLA_MINUTES = env_int("REVIEW_SLA_MINUTES", 240)
+REVIEW_SLA_NOTIFY_EMAILS = [
+    a.strip() for a in env_str("REVIEW_SLA_NOTIFY_EMAILS", "").split(",") if a.strip()
+]
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "memory-governance@localhost")
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
 
 LOGGING = {
     "version": 1,

@@ -9,6 +9,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
 from django.views import defaults
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -184,4 +185,8 @@ def server_error(request: HttpRequest) -> HttpResponse:
         return api_error(
             500, "server_error", "Something went wrong on our side; the request was not completed."
         )
-    return defaults.server_error(request)
+    try:
+        # With the request, so the page keeps the console's menu and styles.
+        return render(request, "500.html", status=500)
+    except Exception:  # the menu needs the database, which may be what failed
+        return defaults.server_error(request)

@@ -6,34 +6,67 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('governance', '0025_evaluation_runs_and_feedback'),
+        ("governance", "0025_evaluation_runs_and_feedback"),
     ]
 
     operations = [
         pgtrigger.migrations.RemoveTrigger(
-            model_name='retrievalfeedback',
-            name='feedback_no_delete',
+            model_name="retrievalfeedback",
+            name="feedback_no_delete",
         ),
         pgtrigger.migrations.RemoveTrigger(
-            model_name='retrievalfeedback',
-            name='feedback_no_update',
+            model_name="retrievalfeedback",
+            name="feedback_no_update",
         ),
         pgtrigger.migrations.RemoveTrigger(
-            model_name='retrievalfeedback',
-            name='feedback_no_truncate',
+            model_name="retrievalfeedback",
+            name="feedback_no_truncate",
         ),
         pgtrigger.migrations.AddTrigger(
-            model_name='retrievalfeedback',
-            trigger=pgtrigger.compiler.Trigger(name='feedback_no_delete', sql=pgtrigger.compiler.UpsertTriggerSql(declare='DECLARE _not_skipped BOOLEAN := governance_refuse_skipping(TG_NAME, TG_RELID);', func="RAISE EXCEPTION 'pgtrigger: Cannot delete rows from % table', TG_TABLE_NAME;", hash='b2edb1bc4438ea1b6b0e06785d907e42a94c8a21', operation='DELETE', pgid='pgtrigger_feedback_no_delete_bf0ee', table='governance_retrievalfeedback', when='BEFORE')),
+            model_name="retrievalfeedback",
+            trigger=pgtrigger.compiler.Trigger(
+                name="feedback_no_delete",
+                sql=pgtrigger.compiler.UpsertTriggerSql(
+                    declare="DECLARE _not_skipped BOOLEAN := governance_refuse_skipping(TG_NAME, TG_RELID);",
+                    func="RAISE EXCEPTION 'pgtrigger: Cannot delete rows from % table', TG_TABLE_NAME;",
+                    hash="b2edb1bc4438ea1b6b0e06785d907e42a94c8a21",
+                    operation="DELETE",
+                    pgid="pgtrigger_feedback_no_delete_bf0ee",
+                    table="governance_retrievalfeedback",
+                    when="BEFORE",
+                ),
+            ),
         ),
         pgtrigger.migrations.AddTrigger(
-            model_name='retrievalfeedback',
-            trigger=pgtrigger.compiler.Trigger(name='feedback_no_update', sql=pgtrigger.compiler.UpsertTriggerSql(declare='DECLARE _not_skipped BOOLEAN := governance_refuse_skipping(TG_NAME, TG_RELID);', func="RAISE EXCEPTION 'pgtrigger: Cannot update rows from % table', TG_TABLE_NAME;", hash='a801f4a309c474df4d863d55ad873420e881654e', operation='UPDATE', pgid='pgtrigger_feedback_no_update_97d01', table='governance_retrievalfeedback', when='BEFORE')),
+            model_name="retrievalfeedback",
+            trigger=pgtrigger.compiler.Trigger(
+                name="feedback_no_update",
+                sql=pgtrigger.compiler.UpsertTriggerSql(
+                    declare="DECLARE _not_skipped BOOLEAN := governance_refuse_skipping(TG_NAME, TG_RELID);",
+                    func="RAISE EXCEPTION 'pgtrigger: Cannot update rows from % table', TG_TABLE_NAME;",
+                    hash="a801f4a309c474df4d863d55ad873420e881654e",
+                    operation="UPDATE",
+                    pgid="pgtrigger_feedback_no_update_97d01",
+                    table="governance_retrievalfeedback",
+                    when="BEFORE",
+                ),
+            ),
         ),
         pgtrigger.migrations.AddTrigger(
-            model_name='retrievalfeedback',
-            trigger=pgtrigger.compiler.Trigger(name='feedback_no_truncate', sql=pgtrigger.compiler.UpsertTriggerSql(declare='DECLARE _not_skipped BOOLEAN := governance_refuse_skipping(TG_NAME, TG_RELID);', func="RAISE EXCEPTION 'Cannot truncate % : its rows are append-only history', TG_TABLE_NAME;", hash='0a9b603ee99f1cc0ead980927170510692632241', level='STATEMENT', operation='TRUNCATE', pgid='pgtrigger_feedback_no_truncate_6fe22', table='governance_retrievalfeedback', when='BEFORE')),
+            model_name="retrievalfeedback",
+            trigger=pgtrigger.compiler.Trigger(
+                name="feedback_no_truncate",
+                sql=pgtrigger.compiler.UpsertTriggerSql(
+                    declare="DECLARE _not_skipped BOOLEAN := governance_refuse_skipping(TG_NAME, TG_RELID);",
+                    func="RAISE EXCEPTION 'Cannot truncate % : its rows are append-only history', TG_TABLE_NAME;",
+                    hash="0a9b603ee99f1cc0ead980927170510692632241",
+                    level="STATEMENT",
+                    operation="TRUNCATE",
+                    pgid="pgtrigger_feedback_no_truncate_6fe22",
+                    table="governance_retrievalfeedback",
+                    when="BEFORE",
+                ),
+            ),
         ),
     ]

@@ -34,6 +34,11 @@ class Project(models.Model):
     # (raised caps, a lower auto-approve floor, identity checks off) waits for
     # a second administrator (services/policies.py).
     require_second_approval = models.BooleanField(default=False)
+    # How long a write may wait for review before the queue is "late"; empty
+    # means settings.REVIEW_SLA_MINUTES. The breach time makes the outbound
+    # notification go once per breach (services/queue_health.py).
+    review_sla_minutes = models.PositiveIntegerField(null=True, blank=True)
+    review_sla_breached_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     archived_at = models.DateTimeField(null=True, blank=True)
 

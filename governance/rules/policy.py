@@ -36,7 +36,7 @@ HELP: dict[str, str] = {
     "token_budget": "Most tokens the injected memory block may use.",
     "encoding": "Tokenizer used to count the budget; match the agent's model.",
     "recent_days": "Facts verified within this many days are injected plainly.",
-    "confirm_days": "Facts older than recent_days but within this many days are injected "
+    "confirm_days": "Facts older than the recent period but within this many days are injected "
     "with re-confirm phrasing; older ones are excluded as stale.",
     "session_resume_days": "A principal seen within this many days resumes where they left off.",
     "session_confirm_days": "Seen within this many days: confirm identity and memory first; "
@@ -218,7 +218,10 @@ def _check_relations(values: dict[str, Any], err: Any) -> None:
     if values["recent_days"] < 0:
         err("recent_days", "Must be zero or more days.")
     if values["confirm_days"] <= values["recent_days"]:
-        err("confirm_days", "Must be greater than recent_days, or no fact could be in the confirm tier.")
+        err(
+            "confirm_days",
+            "Must be greater than “Recent for (days)”, or no fact could be in the re-confirm tier.",
+        )
     if values["session_resume_days"] < 0:
         err("session_resume_days", "Must be zero or more days.")
     if values["session_confirm_days"] <= values["session_resume_days"]:

@@ -161,8 +161,12 @@ def fact_page(fact: Fact) -> FactPage:
             )
         new_id = int(str(link["new_fact"]))
         chain.append(ChainStep(new_id, chain_facts.get(new_id), link["new_status"], link, new_id == fact.pk))
+    # The same entries as the fact's timeline: those about the fact itself and those that name
+    # it (the write that proposed it, the decision that approved it), not only object_type "fact".
+    from governance.selectors.audit import HistoryFilters, audit_entries
+
     audit = list(
-        AuditEntry.objects.filter(project=fact.project_id, object_type="fact", object_id=str(fact.pk))
+        audit_entries([fact.project_id], HistoryFilters(fact=fact.pk))
         .select_related("actor_user")
         .order_by("sequence")
     )
@@ -186,7 +190,7 @@ def validity_timeline(fact: Fact, now: datetime) -> list[TimePoint]:
     points = [
         TimePoint(fact.source_observed_at, "Observed at the source"),
         TimePoint(fact.recorded_at, "Recorded"),
-        TimePoint(fact.last_verified_at, "Last verified (freshness counts from here, R9)"),
+        TimePoint(fact.last_verified_at, "Last verified (freshness counts from here)"),
     ]
     if fact.valid_from is not None:
         points.append(TimePoint(fact.valid_from, "Valid from"))

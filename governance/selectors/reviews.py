@@ -23,6 +23,7 @@ from django.utils.dateparse import parse_datetime
 from governance.models import Fact, Project, ReviewDecision, Write
 from governance.rules import guard
 from governance.rules.diff import SideBySide, word_diff
+from governance.rules.labels import FINDINGS
 from governance.rules.text import similarity
 from governance.selectors.sessions import SummaryDiff, has_summary_finding, summary_diff
 
@@ -35,31 +36,7 @@ SIMILAR_MIN = 0.35
 # newest ones, which are the ones a write is most likely to repeat or contradict.
 TEXT_POOL_PER_PRINCIPAL = 300
 
-CHECK_LABELS: dict[str, str] = {
-    "empty_statement": "Nothing visible left",
-    "authority_cap": "Asks for more authority than its source allows",
-    "source_trust": "Source is not trusted enough to store this on its own",
-    "instruction": "Instruction aimed at the assistant",
-    "markup": "Role or markup tags",
-    "hidden_text": "Hidden characters",
-    "encoded_payload": "Encoded payload",
-    "homoglyph": "Look-alike letters from another alphabet",
-    "exfiltration_link": "Link that could carry data away",
-    "reviewer_address": "Tries to talk to the reviewer",
-    "resubmitted_rejected": "Re-submits a rejected assertion",
-    "tombstoned": "Re-learns a withdrawn fact",
-    "withdrawn_since": "Withdrawn since it was written",
-    "derived_from_retrieval": "Derived from a retrieval",
-    "write_back_amplification": "Written back again and again from retrievals",
-    "burst": "Burst of near-duplicate writes",
-    "contradicts_verified": "Contradicts a verified fact",
-    "semantic": "Reads like a known attack",
-    "semantic_unavailable": "Meaning not checked",
-    "conflict": "Would replace the current fact",
-    "possible_conflict": "May contradict a current fact",
-    "summary_check": "Summary dropped details",
-    "disputed": "The person says this is wrong or outdated",
-}
+CHECK_LABELS: dict[str, str] = {check: found.text for check, found in FINDINGS.items()}
 ACTION_WORDS: dict[str, str] = {
     "approve": "approved",
     "reject": "rejected",
@@ -107,18 +84,44 @@ class QueuePage:
     next: QueueCursor | None
 
 
+@dataclass(frozen=True)
+class QueueFilters:
+    """What a reviewer narrowed the queue to; empty values mean "any"."""
+
+    project: str = ""
+    agent: str = ""
+    kind: str = ""
+    finding: str = ""
+    source: str = ""
+
+    def apply(self, qs: QuerySet[Write]) -> QuerySet[Write]:
+        if self.project:
+            qs = qs.filter(project__slug=self.project)
+        if self.agent:
+            qs = qs.filter(agent__slug=self.agent)
+        if self.kind:
+            qs = qs.filter(kind=self.kind)
+        if self.source:
+            qs = qs.filter(source_type=self.source)
+        if self.finding:
+            # findings is a JSON list of {"check": ..., ...}: containment matches one element.
+            qs = qs.filter(findings__contains=[{"check": self.finding}])
+        return qs
+
+
 def review_queue(
     projects: QuerySet[Project],
     *,
     status: str | None = None,
     after: QueueCursor | None = None,
     limit: int = PAGE_SIZE,
+    filters: QueueFilters | None = None,
 ) -> QueuePage:
     """One page of the queue; ``status`` narrows it to pending or quarantined writes."""
     statuses = [status] if status in QUEUE_STATUSES else list(QUEUE_STATUSES)
+    qs = (filters or QueueFilters()).apply(Write.objects.filter(project__in=projects, status__in=statuses))
     qs = (
-        Write.objects.filter(project__in=projects, status__in=statuses)
-        .select_related("project", "agent", "principal", "session", "fact", "conflicts_with")
+        qs.select_related("project", "agent", "principal", "session", "fact", "conflicts_with")
         # Vectors are compared in SQL; loading them would only cost memory.
         .defer("fact__embedding", "conflicts_with__embedding")
     )
@@ -134,10 +137,15 @@ def review_queue(
     return QueuePage(writes=rows, next=QueueCursor.after(rows[-1]) if more and rows else None)
 
 
-def queue_counts(projects: QuerySet[Project]) -> dict[str, int]:
-    counts = Write.objects.filter(project__in=projects, status__in=QUEUE_STATUSES).aggregate(
-        pending_review=Count("id", filter=Q(status="pending_review")),
-        quarantined=Count("id", filter=Q(status="quarantined")),
+def queue_counts(projects: QuerySet[Project], filters: QueueFilters | None = None) -> dict[str, int]:
+    waiting = Write.objects.filter(project__in=projects, status__in=QUEUE_STATUSES)
+    counts = (
+        (filters or QueueFilters())
+        .apply(waiting)
+        .aggregate(
+            pending_review=Count("id", filter=Q(status="pending_review")),
+            quarantined=Count("id", filter=Q(status="quarantined")),
+        )
     )
     return {name: int(counts[name] or 0) for name in QUEUE_STATUSES}
 
@@ -400,4 +408,20 @@ def decided_info(write_id: int) -> DecidedInfo:
         action=decision.action,
         reason=decision.reason,
         at=decision.created_at,
+    )
+
+
+@dataclass(frozen=True)
+class QueueFilterChoices:
+    projects: list[str]
+    agents: list[str]
+
+
+def queue_filter_choices(projects: QuerySet[Project]) -> QueueFilterChoices:
+    """The projects and agents a reviewer can narrow the queue to (two small queries)."""
+    from governance.models import Agent
+
+    return QueueFilterChoices(
+        projects=sorted(projects.values_list("slug", flat=True)),
+        agents=sorted(set(Agent.objects.filter(project__in=projects).values_list("slug", flat=True))),
     )

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpRequest
 from django.utils.functional import SimpleLazyObject
 
@@ -24,4 +25,5 @@ def console(request: HttpRequest) -> dict[str, Any]:
         "can_review": access.can_anywhere(request.user, access.REVIEW_ROLES),
         "can_edit_policy": access.can_anywhere(request.user, access.POLICY_EDIT_ROLES),
         "is_auditor": Role.AUDITOR in roles,
+        "htmx_debug_error_pages": settings.HTMX_DEBUG_ERROR_PAGES,
     }

@@ -29,6 +29,7 @@ from governance.models import Agent, ChangeApproval, Job, Project
 from governance.models.facts import SourceType
 from governance.rules import replay as replay_rules
 from governance.rules.guard import DEFAULT_SOURCE_CAPS
+from governance.rules.labels import label_for
 from governance.rules.policy import BOUNDS as POLICY_BOUNDS
 from governance.rules.policy import ENCODINGS, FACT_KINDS, HELP, PolicySettings
 from governance.rules.policy_changes import FieldChange, diff_settings
@@ -68,7 +69,7 @@ LABELS: dict[str, str] = {
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Budget", ("token_budget", "encoding", "max_items")),
     ("Freshness", ("recent_days", "confirm_days", "decay_half_life_days")),
-    ("Sessions (R9, R13)", ("session_resume_days", "session_confirm_days", "require_identity_verification")),
+    ("Returning people", ("session_resume_days", "session_confirm_days", "require_identity_verification")),
     ("What may be injected", ("min_authority", "allowed_kinds", "per_round_kinds", "min_relevance")),
     ("Ranking", ("weight_relevance", "weight_freshness", "weight_confidence")),
     ("Writes", ("auto_approve_min_authority",)),
@@ -103,7 +104,7 @@ def _kinds(name: str) -> forms.MultipleChoiceField:
         label=LABELS[name],
         help_text=HELP[name],
         required=False,
-        choices=[(k, k) for k in FACT_KINDS],
+        choices=[(k, label_for("kind", k).text) for k in FACT_KINDS],
         widget=forms.CheckboxSelectMultiple,
     )
 
@@ -179,7 +180,7 @@ class SourceCapsForm(forms.Form):
         super().__init__(*args, **kwargs)
         for source in SourceType.values:
             self.fields[f"cap_{source}"] = forms.IntegerField(
-                label=source,
+                label=label_for("source", source).text,
                 min_value=1,
                 max_value=5,
                 initial=caps.get(source, DEFAULT_SOURCE_CAPS[source]),

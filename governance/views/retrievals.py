@@ -23,6 +23,7 @@ from django_htmx.middleware import HtmxDetails
 from governance import access
 from governance.models import Agent, Principal, Project, RetrievalEvent
 from governance.models.retrievals import MODES, REASONS
+from governance.rules.labels import label_for
 from governance.selectors import retrievals as selectors
 from governance.selectors.sessions import principal_sessions
 from governance.views.base import console_view, datetime_local_field, get_scoped
@@ -33,13 +34,15 @@ _ANY = ("", "any")
 
 class LogFilterForm(forms.Form):
     agent = forms.ChoiceField(required=False)
-    principal = forms.CharField(required=False, max_length=200, label="Principal (external id)")
+    principal = forms.CharField(required=False, max_length=200, label="Person (their id)")
     session = forms.CharField(required=False, max_length=200, label="Session (external id)")
     since = datetime_local_field("Since")
     until = datetime_local_field("Until")
-    mode = forms.ChoiceField(required=False, choices=[_ANY, *((m, m) for m in MODES)])
+    mode = forms.ChoiceField(required=False, choices=[_ANY, *((m, label_for("mode", m).text) for m in MODES)])
     reason = forms.ChoiceField(
-        required=False, choices=[_ANY, *((r, r) for r in REASONS)], label="Excluded for"
+        required=False,
+        choices=[_ANY, *((r, label_for("reason", r).text) for r in REASONS)],
+        label="Excluded for",
     )
     over_budget = forms.BooleanField(required=False, label="Over budget")
     cursor = forms.CharField(required=False, widget=forms.HiddenInput)

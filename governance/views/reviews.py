@@ -23,6 +23,8 @@ from django.views.decorators.http import require_POST
 
 from governance import access
 from governance.models import Write
+from governance.rules import labels
+from governance.selectors import queue_health as queue_health_selectors
 from governance.selectors import reviews as review_selectors
 from governance.services import reviews as review_service
 from governance.views.base import check, console_view, get_checked, scoped_with_role
@@ -48,7 +50,10 @@ class DecisionForm(forms.Form):
 
     def decision(self) -> review_service.Decision:
         data = self.cleaned_data
-        if data["action"] == "edit_approve":
+        # The statement box holds the text to approve: whichever approve button
+        # (or the keyboard) sends the form, an edit in it is what becomes memory.
+        # The service records a plain approval when the text is unchanged.
+        if data["action"] in ("approve", "edit_approve") and data.get("statement"):
             # Browsers send textarea line breaks as CRLF; an unchanged edit must compare equal.
             return review_service.Decision(
                 "approve", data["reason"], statement=data["statement"].replace("\r\n", "\n")
@@ -76,6 +81,46 @@ class BulkDecisionForm(forms.Form):
         self.fields["write"].queryset = writes  # type: ignore[attr-defined]
 
 
+_ANY = ("", "Any")
+
+
+class QueueFilterForm(forms.Form):
+    """The queue's filters, read from the URL so a filtered queue can be shared and reloaded."""
+
+    project = forms.ChoiceField(required=False)
+    agent = forms.ChoiceField(required=False)
+    kind = forms.ChoiceField(required=False, choices=[_ANY, *((k, v.text) for k, v in labels.KINDS.items())])
+    finding = forms.ChoiceField(
+        required=False, choices=[_ANY, *((k, v.text) for k, v in labels.FINDINGS.items())]
+    )
+    source = forms.ChoiceField(
+        required=False,
+        label="Source",
+        choices=[_ANY, *((k, v.text) for k, v in labels.SOURCE_TYPES.items())],
+    )
+
+    def __init__(self, *args: Any, choices: review_selectors.QueueFilterChoices, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["project"].choices = [_ANY, *((p, p) for p in choices.projects)]  # type: ignore[attr-defined]
+        self.fields["agent"].choices = [_ANY, *((a, a) for a in choices.agents)]  # type: ignore[attr-defined]
+
+    def filters(self) -> review_selectors.QueueFilters:
+        # An unknown value (a stale link) is dropped rather than failing the page.
+        self.is_valid()
+        data = self.cleaned_data
+        return review_selectors.QueueFilters(**{name: data.get(name) or "" for name in self.fields})
+
+
+def _filter_form(request: HttpRequest) -> QueueFilterForm:
+    projects = access.projects_of(request.user)
+    return QueueFilterForm(request.GET, choices=review_selectors.queue_filter_choices(projects))
+
+
+def _filter_query(filters: review_selectors.QueueFilters) -> str:
+    """The filters as a query string (``&``-joined, no leading ``?``) for every link and form."""
+    return urlencode({name: value for name, value in vars(filters).items() if value})
+
+
 def _is_htmx(request: HttpRequest) -> bool:
     return bool(getattr(request, "htmx", False))
 
@@ -85,9 +130,13 @@ def _status(request: HttpRequest) -> str:
     return value if value in review_selectors.QUEUE_STATUSES else ""
 
 
-def _queue_url(status: str) -> str:
+def _queue_url(status: str, request: HttpRequest | None = None) -> str:
+    """Back to the queue as the reviewer had it: the same tab and the same filters."""
+    params = {"status": status} if status else {}
+    if request is not None:
+        params.update({k: str(v) for k, v in request.GET.items() if k in QueueFilterForm.base_fields and v})
     url = reverse("reviews:queue")
-    return f"{url}?{urlencode({'status': status})}" if status else url
+    return f"{url}?{urlencode(params)}" if params else url
 
 
 def _counts(request: HttpRequest) -> dict[str, int]:
@@ -112,7 +161,9 @@ def _queue_context(
         except review_selectors.InvalidCursor:
             # A stale or hand-edited link: show the first page rather than an error.
             cursor = ""
-    page = review_selectors.review_queue(projects, status=status or None, after=after)
+    filter_form = _filter_form(request)
+    filters = filter_form.filters()
+    page = review_selectors.review_queue(projects, status=status or None, after=after, filters=filters)
     writes = page.writes
     shown = {w.pk for w in writes}
     # A write whose form failed is shown even when it sits on another page.
@@ -125,8 +176,16 @@ def _queue_context(
     selected = set(request.POST.getlist("write")) if bulk_form is not None else set()
     return {
         "items": items,
-        "counts": review_selectors.queue_counts(projects),
+        "counts": review_selectors.queue_counts(projects, filters),
         "status": status,
+        "filter_form": filter_form,
+        "health": [h for h in queue_health_selectors.queue_health(projects) if h.oldest_waiting_at],
+        "filter_query": _filter_query(filters),
+        # The tab and filters for the decision forms' URLs, so a post comes back to the same queue.
+        "queue_query": "&".join(
+            q for q in (urlencode({"status": status}) if status else "", _filter_query(filters)) if q
+        ),
+        "filtered": any(vars(filters).values()),
         "status_tabs": STATUS_TABS,
         "cursor": cursor,
         "next_cursor": page.next.encode() if page.next else "",
@@ -185,7 +244,7 @@ def _decided(request: HttpRequest, write_id: int, status: str) -> HttpResponse:
             request, [("decided", {"info": info}), ("counts", {"counts": _counts(request), "oob": True})]
         )
     messages.success(request, f"Write {write_id} {info.verb}.")
-    return redirect(_queue_url(status))
+    return redirect(_queue_url(status, request))
 
 
 def _already_decided(request: HttpRequest, write_id: int, status: str) -> HttpResponse:
@@ -207,7 +266,10 @@ def _invalid(
         [item] = review_selectors.review_items([_queue_write(write.pk)])
         item.form = form
         item.can_decide = True  # the view checked the role before validating the form
-        return _fragments(request, [("item", {"item": item, "status": status})], status=code)
+        query = request.META.get("QUERY_STRING", "")
+        return _fragments(
+            request, [("item", {"item": item, "status": status, "queue_query": query})], status=code
+        )
     context = _queue_context(
         request, status=status, errors={write.pk: form}, extra_writes=[_queue_write(write.pk)]
     )
@@ -263,4 +325,4 @@ def bulk(request: HttpRequest) -> HttpResponse:
         return _fragments(request, [("queue", context), ("counts", {**context, "oob": True})])
     for notice in notices:
         messages.info(request, notice)
-    return redirect(_queue_url(status))
+    return redirect(_queue_url(status, request))

@@ -115,3 +115,79 @@
     if (next && !next.hasAttribute("data-decided")) select(next);
   });
 })();
+
+// --- Errors of in-page requests are shown where the action was, never over the page ---
+// htmx drops error responses by default; the forms that answer 400/409 with a
+// fragment opt in with data-swap-errors (above). Everything else (403, 404,
+// 5xx, a lost connection) leaves the page as it was and says so next to the
+// control that was used, so nothing typed is lost.
+(function () {
+  "use strict";
+
+  var MESSAGES = {
+    400: "This was not accepted: check the form and try again.",
+    403: "Your role in this project does not allow this. Nothing was changed.",
+    404: "This no longer exists or is not in your projects. Nothing was changed.",
+    409: "Someone else changed this meanwhile. Reload the page to see the current state.",
+    413: "That is too large to send.",
+    429: "Too many requests just now: wait a moment and try again.",
+  };
+
+  function messageFor(status) {
+    if (MESSAGES[status]) return MESSAGES[status];
+    if (status >= 500) return "Something went wrong on our side. Nothing was changed; try again in a moment.";
+    return "The request failed (status " + status + "). Nothing was changed.";
+  }
+
+  function show(source, text) {
+    var host = source && source.closest ? source.closest("form, [data-error-host], .card, section") : null;
+    var slot;
+    if (host) {
+      slot = host.querySelector(":scope > [data-htmx-error]");
+      if (!slot) {
+        slot = document.createElement("p");
+        slot.className = "error htmx-error";
+        slot.setAttribute("role", "alert");
+        slot.setAttribute("data-htmx-error", "");
+        host.insertBefore(slot, host.firstChild);
+      }
+    } else {
+      slot = document.getElementById("htmx-error");
+      if (!slot) return;
+      slot.hidden = false;
+    }
+    slot.textContent = text;  // text only: never markup from a response
+  }
+
+  document.addEventListener("htmx:responseError", function (event) {
+    var xhr = event.detail.xhr;
+    show(event.detail.elt, messageFor(xhr ? xhr.status : 0));
+  });
+
+  document.addEventListener("htmx:sendError", function (event) {
+    show(event.detail.elt, "The server could not be reached. Nothing was changed; try again.");
+  });
+
+  // A new request from the same place clears the old message.
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var elt = event.detail.elt;
+    var host = elt && elt.closest ? elt.closest("form, [data-error-host], .card, section") : null;
+    var slot = host && host.querySelector(":scope > [data-htmx-error]");
+    if (slot) slot.remove();
+  });
+})();
+
+// --- Main menu on narrow screens: a button opens it; without JavaScript it simply wraps ---
+(function () {
+  "use strict";
+  document.documentElement.classList.add("js");
+  var button = document.querySelector("header.top .menu-button");
+  var nav = document.getElementById("main-nav");
+  if (!button || !nav) return;
+  button.hidden = false;
+  button.addEventListener("click", function () {
+    var open = button.getAttribute("aria-expanded") !== "true";
+    button.setAttribute("aria-expanded", open ? "true" : "false");
+    document.querySelector("header.top").classList.toggle("menu-open", open);
+  });
+})();

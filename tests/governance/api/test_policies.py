@@ -80,7 +80,7 @@ def test_invalid_draft_is_400_with_field_errors_and_saves_nothing(editor, suppor
 def test_confirm_days_error_says_what_to_do(editor, support_bot):
     response = editor.put(f"{POLICY}/draft", {"recent_days": 10, "confirm_days": 10})
     assert response.json()["error"]["fields"]["confirm_days"] == [
-        "Must be greater than recent_days, or no fact could be in the confirm tier."
+        "Must be greater than “Recent for (days)”, or no fact could be in the re-confirm tier."
     ]
 
 

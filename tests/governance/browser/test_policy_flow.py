@@ -36,7 +36,7 @@ def test_policy_editor_edits_previews_and_publishes(page: Page, live_server, pro
     # A value the rules refuse is explained next to its field, and nothing is saved.
     page.fill("#id_confirm_days", "5")
     page.click("#save-draft")
-    expect(page.locator("#id_confirm_days_error")).to_contain_text("Must be greater than recent_days")
+    expect(page.locator("#id_confirm_days_error")).to_contain_text("Must be greater than “Recent for (days)”")
     expect(page.locator("#diff")).to_contain_text("No draft.")
 
     page.fill("#id_confirm_days", "10")
@@ -51,7 +51,7 @@ def test_policy_editor_edits_previews_and_publishes(page: Page, live_server, pro
     expect(page.get_by_role("heading", name="Preview: draft against version 1")).to_be_visible()
     expect(page.locator("#changed-events")).to_have_text("1")
     row = page.locator(f'tr[data-event="{recorded["retrieval_id"]}"]')
-    expect(row.locator(f'.item.dropped[data-fact="{stale_soon["fact"]["id"]}"]')).to_contain_text("stale")
+    expect(row.locator(f'.item.dropped[data-fact="{stale_soon["fact"]["id"]}"]')).to_contain_text("Too old")
     expect(row.locator(".item.dropped .memory-text")).to_have_text("Prefers invoices by email")
     expect(page.locator("#tokens svg.bars")).to_be_visible()
     assert page.locator("#reasons svg.bars rect").count() >= 2

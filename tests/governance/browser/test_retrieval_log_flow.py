@@ -6,6 +6,7 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
+from governance.rules.labels import label_for
 from tests.personas import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -90,5 +91,6 @@ def test_auditor_filters_by_reason_and_reads_an_event(page: Page, live_server, a
     expect(page.locator("#token-bar")).to_have_attribute("value", str(region["tokens_used"]))
     for fact_id, reason in reasons.items():
         row = page.locator(f'table.candidates tr[data-fact="{fact_id}"]')
-        expect(row.locator("td.reason")).to_have_text(reason or "")
+        # The reason reads as its plain label ("Replaced"), never as its code ("superseded").
+        expect(row.locator("td.reason")).to_have_text(label_for("reason", reason).text if reason else "")
         expect(row.locator("td.decision")).to_have_text("excluded" if reason else "selected")

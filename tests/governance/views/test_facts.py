@@ -54,7 +54,10 @@ def test_page_shows_provenance_status_authority_confidence_and_embedding(riley, 
 
     assert "Prefers dark mode" in html
     assert "user_statement" in html and fact.source_ref in html and "agent:support-bot" in html
-    assert '<span class="badge active">Active</span>' in html
+    assert (
+        '<span class="badge active"><abbr title="In memory: agents may receive it.">Active</abbr></span>'
+        in html
+    )
     assert "<dd data-authority>4</dd>" in html
     assert "<dd>unverified</dd>" in html
     assert "not embedded" in html
@@ -76,7 +79,7 @@ def test_validity_timeline_orders_the_moments_and_places_now(riley, support_bot)
     labels = re.findall(r"</time> ([^<]+)</li>", html)
     assert labels == [
         "Observed at the source",
-        "Last verified (freshness counts from here, R9)",
+        "Last verified (freshness counts from here)",
         "Recorded",
         "Now",
         "Valid until",
@@ -106,7 +109,7 @@ def test_audit_history_and_row_history_are_listed(riley, region_chain):
 
     assert "fact.superseded" in html
     assert re.search(
-        r"<code>status</code>: <span class=\"memory-text\">active</span> → "
+        r"Status</abbr>: <span class=\"memory-text\">active</span> → "
         r"<span class=\"memory-text\">superseded</span>",
         html,
     )
@@ -122,7 +125,13 @@ def test_writes_and_decisions_behind_the_fact(riley, support_bot, reviewer):
     assert f"#{write.pk}" in html
     assert "Approve by riley" in html
     assert "Heard it on the call" in html
-    assert "write.approve" not in html  # the write's own audit entry is the write's, not the fact's
+    # The fact page lists the same audit entries as the fact's timeline, the write's among them:
+    # it once said "No audit entries name this fact" while the timeline named it.
+    timeline = riley.get(f"/history/facts/{write.fact_id}/").content.decode()
+    for action in ("write.submitted", "write.approve"):
+        assert (action in html) == (action in timeline), action
+    assert "write.submitted" in html
+    assert "No audit entries name this fact" not in html
 
 
 def test_verify_records_the_reason_in_the_audit_trail(riley, support_bot):

@@ -88,7 +88,7 @@ def test_rule_errors_are_shown_next_to_their_fields(pat, support_bot):
     )
     assert response.status_code == 400
     html = response.content.decode()
-    assert 'id="id_confirm_days_error">Must be greater than recent_days' in html
+    assert 'id="id_confirm_days_error">Must be greater than “Recent for (days)”' in html
     assert 'id="id_weight_freshness_error">Weights cannot be negative.' in html
     assert 'id="id_allowed_kinds_error">Allow at least one kind.' in html
     assert 'aria-invalid="true"' in html

@@ -264,7 +264,8 @@ def test_event_page_shows_injected_text_and_every_candidates_decision(auditor_cl
     rows = dict(re.findall(r'<tr data-fact="(\d+)" class="(\w+)">', body))
     assert rows == {str(old["fact"]["id"]): "excluded", str(new["fact"]["id"]): "selected"}
     assert re.search(
-        rf'data-fact="{old["fact"]["id"]}".*?<td class="reason"><span class="badge reason">superseded',
+        rf'data-fact="{old["fact"]["id"]}".*?<td class="reason"><span class="badge reason">'
+        r'<abbr title="A newer fact replaced it.">Replaced</abbr>',
         body,
         re.S,
     )

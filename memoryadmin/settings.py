@@ -92,6 +92,10 @@ AUDIT_CHECKPOINT_KEY = env_str("AUDIT_CHECKPOINT_KEY") or (
 # When set, the beat task appends each new checkpoint here as a JSON line: a
 # copy the database cannot rewrite (ideally append-only, or shipped elsewhere).
 AUDIT_CHECKPOINT_FILE = env_str("AUDIT_CHECKPOINT_FILE")
+# The change feed's JSON-lines sinks for a SIEM (docs/integrations.md): a file
+# path, and/or a syslog address ("/dev/log" or "host:port"); empty means off.
+CHANGE_FEED_FILE = env_str("CHANGE_FEED_FILE")
+CHANGE_FEED_SYSLOG = env_str("CHANGE_FEED_SYSLOG")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 # Behind a proxy that terminates TLS and sets X-Forwarded-Proto (README, production).
@@ -358,6 +362,7 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": crontab(minute="*/10"),
     },
     "checkpoint-audit": {"task": "governance.tasks.checkpoint_audit", "schedule": crontab(minute="*/5")},
+    "sweep-feed": {"task": "governance.tasks.sweep_feed", "schedule": crontab(minute="*")},
 }
 
 LOGGING = {

@@ -2,6 +2,7 @@
 
 from governance.models.audit import AuditCheckpoint, AuditEntry
 from governance.models.facts import Fact, Supersession, Tombstone
+from governance.models.feed import FeedDelivery, FeedEvent, WebhookEndpoint
 from governance.models.jobs import Job
 from governance.models.policies import ChangeApproval, PolicyDraft, PolicyVersion
 from governance.models.projects import (
@@ -24,6 +25,8 @@ __all__ = [
     "AuditEntry",
     "ChangeApproval",
     "Fact",
+    "FeedDelivery",
+    "FeedEvent",
     "Job",
     "Membership",
     "PersonalAccessToken",
@@ -38,5 +41,6 @@ __all__ = [
     "SessionBlock",
     "Supersession",
     "Tombstone",
+    "WebhookEndpoint",
     "Write",
 ]

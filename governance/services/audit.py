@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from governance.context import current_actor
 from governance.models import AuditEntry, Project
+from governance.services import feed
 
 GENESIS = "0" * 64
 
@@ -82,6 +83,8 @@ def record(
     )
     entry.entry_hash = entry_digest(entry)
     entry.save(force_insert=True)
+    # The change feed's outbox row commits (or not) with this entry.
+    feed.announce_audit_entry(entry, project)
     return entry
 
 

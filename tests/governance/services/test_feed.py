@@ -41,7 +41,7 @@ class Receiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 receiver.requests.append((dict(self.headers), body))
                 if receiver.hold_first is not None and len(receiver.requests) == 1:

@@ -13,4 +13,5 @@ urlpatterns = [
     path("history/", include("governance.views.urls_audit")),
     path("sessions/", include("governance.views.urls_sessions")),
     path("credentials/", include("governance.views.urls_keys")),
+    path("feed/", include("governance.views.urls_feed")),
 ]

@@ -26,6 +26,17 @@ EVENT_TYPES: dict[str, str] = {
 }
 
 # The review service records "write.<action>" for each decision.
+# Short names for people (console); the codes above are for receivers and docs.
+EVENT_LABELS: dict[str, str] = {
+    "write.decided": "Review decision",
+    "write.quarantined": "Write held back",
+    "fact.superseded": "Fact replaced",
+    "fact.withdrawn": "Fact forgotten",
+    "fact.expired": "Fact expired",
+    "policy.published": "Policy published",
+    "checkpoint.signed": "Checkpoint signed",
+}
+
 REVIEW_ACTIONS = frozenset({"write.approve", "write.reject", "write.edit_approve"})
 DIRECT = {
     "fact.superseded": "fact.superseded",

@@ -37,7 +37,7 @@ from governance.models import (
     Session,
     Write,
 )
-from governance.services import credentials, retrievals, writes
+from governance.services import credentials, feed, retrievals, writes
 from tests.personas import grant, make_agent, make_user, token_client
 
 pytestmark = pytest.mark.django_db
@@ -122,6 +122,9 @@ def world(project, other_project):
             kind="policy_replay", project=other_project, agent=b_bot.agent, created_by=b_reviewer
         )
         token, _ = credentials.create_access_token(b_reviewer)
+        webhook, _ = feed.create_endpoint(
+            other_project, "https://siem.example/hook", event_types=[], description="", user=None
+        )
         approval = ChangeApproval.objects.create(
             project=other_project,
             agent=b_bot.agent,
@@ -148,6 +151,7 @@ def world(project, other_project):
         "membership_id": Membership.objects.get(user=b_reviewer, project=other_project).pk,
         "approval_id": approval.pk,
         "agent_id": b_bot.agent.pk,
+        "endpoint_id": webhook.pk,
     }
     return {
         "a_admin": a_admin,

@@ -18,8 +18,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.store.base import InvalidNamespaceError
+from memoryadmin_client.langgraph_store import GovernedStore, MemoryNotStored
 
-from governance.integrations.langgraph_store import GovernedStore, MemoryNotStored
 from governance.models import Fact
 from tests.personas import memory_client
 

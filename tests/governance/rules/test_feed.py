@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from memoryadmin_client.webhooks import verify
+
 from governance.rules import feed
 
 ENTRY = feed.EntryFacts(
@@ -47,12 +49,12 @@ def test_the_payload_carries_ids_and_digests_never_text():
 def test_a_signature_verifies_only_for_the_same_secret_body_and_a_recent_time():
     body = feed.body_bytes(feed.payload("e-1", "fact.withdrawn", ENTRY))
     header = feed.signature("whsec_one", 1_000_000, body)
-    assert feed.verify("whsec_one", header, body, now=1_000_100)
-    assert not feed.verify("whsec_two", header, body, now=1_000_100)
-    assert not feed.verify("whsec_one", header, body + b" ", now=1_000_100)
-    assert not feed.verify("whsec_one", header, body, now=1_000_000 + 301)  # an old delivery replayed
-    assert not feed.verify("whsec_one", "garbage", body, now=1_000_000)
-    assert not feed.verify("whsec_one", "t=x,v1=y", body, now=1_000_000)
+    assert verify("whsec_one", header, body, now=1_000_100)
+    assert not verify("whsec_two", header, body, now=1_000_100)
+    assert not verify("whsec_one", header, body + b" ", now=1_000_100)
+    assert not verify("whsec_one", header, body, now=1_000_000 + 301)  # an old delivery replayed
+    assert not verify("whsec_one", "garbage", body, now=1_000_000)
+    assert not verify("whsec_one", "t=x,v1=y", body, now=1_000_000)
 
 
 def test_retries_back_off_and_give_up():

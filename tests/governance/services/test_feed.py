@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from django.db import transaction
 from django.utils import timezone
+from memoryadmin_client.webhooks import verify
 
 from governance.context import actor_scope
 from governance.models import FeedDelivery, FeedEvent
@@ -86,7 +87,7 @@ def test_a_quarantined_write_is_announced_and_delivered_signed(
 
     [(headers, body)] = receiver.requests
     assert json.loads(body)["id"] == str(event.public_id) == headers["X-Memory-Event-Id"]
-    assert feed_rules.verify(secret, headers["X-Memory-Signature"], body, now=int(time.time()))
+    assert verify(secret, headers["X-Memory-Signature"], body)
     assert b"evil.example" not in body and b"Ignore all previous" not in body
 
 
@@ -236,7 +237,7 @@ def test_delivery_survives_a_worker_killed_mid_delivery(project, support_bot, re
         assert event_ids == {str(delivery.event.public_id)}  # the same event, at least twice
         assert len(slow.requests) >= 2
         headers, body = slow.requests[-1]
-        assert feed_rules.verify(secret, headers["X-Memory-Signature"], body, now=int(time.time()))
+        assert verify(secret, headers["X-Memory-Signature"], body)
     finally:
         release.set()
         for process in (doomed, replacement):

@@ -1,5 +1,7 @@
 """A LangGraph ``BaseStore`` whose reads are governed retrievals and whose writes are proposals.
 
+Install with ``pip install "memoryadmin-client[langgraph]"``.
+
 Namespaces map to the agent API's nouns: ``(principal,)`` or ``(principal, kind)``,
 where ``principal`` is the person's external id and ``kind`` one of the fact kinds
 (``preference`` when not given). An item's key is the fact's key, so putting the
@@ -31,7 +33,6 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-import memoryadmin_client as mc
 from langgraph.store.base import (
     BaseStore,
     GetOp,
@@ -44,6 +45,8 @@ from langgraph.store.base import (
     SearchItem,
     SearchOp,
 )
+
+import memoryadmin_client as mc
 
 FACT_KINDS = frozenset({"preference", "profile", "episodic", "config", "slot", "summary"})
 STATEMENT_FIELDS = ("statement", "content", "text", "memory")

@@ -198,9 +198,13 @@ def deliver(delivery_id: int, *, transport: httpx.BaseTransport | None = None) -
                 "" if response.is_success else f"The receiver answered {response.status_code}."
             )
             ok = response.is_success
-        except httpx.HTTPError as exc:
+        except httpx.TimeoutException:
             delivery.last_status_code = None
-            delivery.last_error = f"Could not reach the receiver: {type(exc).__name__}."[:300]
+            delivery.last_error = "The receiver did not answer in time."
+            ok = False
+        except httpx.HTTPError:
+            delivery.last_status_code = None
+            delivery.last_error = "Could not reach the receiver."
             ok = False
         if ok:
             delivery.status, delivery.delivered_at = DeliveryStatus.DELIVERED, now

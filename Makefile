@@ -7,10 +7,11 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test install lint typecheck check browser clean-data soak bench bench-full
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml clients/python/pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet ".[dev]"
+	$(BIN)/python -m pip install --quiet -e ./clients/python
 	@touch $(STAMP)
 
 install: $(STAMP)

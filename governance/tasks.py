@@ -14,6 +14,7 @@ from governance.services import checkpoints as checkpoint_service
 from governance.services import embeddings as embedding_service
 from governance.services import erasure as erasure_service
 from governance.services import facts as fact_service
+from governance.services import feed as feed_service
 from governance.services import queue_health as queue_health_service
 from governance.services import replay as replay_service
 
@@ -199,3 +200,52 @@ def check_review_sla(project_id: int) -> str:
 )
 def send_review_sla_notice(project_id: int) -> int:
     return queue_health_service.send_review_sla_notice(project_id)
+
+
+FEED_TIME_LIMITS = (60, 90)
+
+
+@shared_task(
+    name="governance.tasks.deliver_feed",
+    soft_time_limit=FEED_TIME_LIMITS[0],
+    time_limit=FEED_TIME_LIMITS[1],
+    # Acknowledged after the attempt: a worker killed mid-delivery leaves the
+    # message to be redelivered, and the delivery row still pending for the sweep.
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=2,
+    retry_backoff_max=60,
+    max_retries=3,
+)
+def deliver_feed(delivery_id: int) -> str | None:
+    """One attempt at one webhook delivery; failures are rescheduled on the row, not here."""
+    return feed_service.deliver(delivery_id)
+
+
+@shared_task(
+    name="governance.tasks.sweep_feed",
+    soft_time_limit=SWEEP_TIME_LIMITS[0],
+    time_limit=SWEEP_TIME_LIMITS[1],
+)
+def sweep_feed() -> int:
+    """Beat: enqueue deliveries that are due (new ones whose task was lost, and retries),
+    and write pending events to the file / syslog sink."""
+    due = feed_service.due_deliveries()
+    for delivery_id in due:
+        deliver_feed.delay(delivery_id)
+    feed_service.sink_pending()
+    return len(due)
+
+
+@shared_task(
+    name="governance.tasks.sink_feed",
+    soft_time_limit=SWEEP_TIME_LIMITS[0],
+    time_limit=SWEEP_TIME_LIMITS[1],
+    acks_late=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=2,
+    max_retries=3,
+)
+def sink_feed() -> int:
+    return feed_service.sink_pending()

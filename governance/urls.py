@@ -15,4 +15,5 @@ urlpatterns = [
     path("credentials/", include("governance.views.urls_keys")),
     path("erasures/", include("governance.views.urls_erasures")),
     path("quality/", include("governance.views.urls_evaluations")),
+    path("feed/", include("governance.views.urls_feed")),
 ]

@@ -96,6 +96,10 @@ AUDIT_CHECKPOINT_KEY = env_str("AUDIT_CHECKPOINT_KEY") or (
 # When set, the beat task appends each new checkpoint here as a JSON line: a
 # copy the database cannot rewrite (ideally append-only, or shipped elsewhere).
 AUDIT_CHECKPOINT_FILE = env_str("AUDIT_CHECKPOINT_FILE")
+# The change feed's JSON-lines sinks for a SIEM (docs/integrations.md): a file
+# path, and/or a syslog address ("/dev/log" or "host:port"); empty means off.
+CHANGE_FEED_FILE = env_str("CHANGE_FEED_FILE")
+CHANGE_FEED_SYSLOG = env_str("CHANGE_FEED_SYSLOG")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 # Behind a proxy that terminates TLS and sets X-Forwarded-Proto (README, production).
@@ -429,6 +433,7 @@ CELERY_BEAT_SCHEDULE = {
     },
     "checkpoint-audit": {"task": "governance.tasks.checkpoint_audit", "schedule": crontab(minute="*/5")},
     "check-review-slas": {"task": "governance.tasks.check_review_slas", "schedule": crontab(minute="*/5")},
+    "sweep-feed": {"task": "governance.tasks.sweep_feed", "schedule": crontab(minute="*")},
 }
 # Review queue health: a write waiting longer than this (minutes) breaches the
 # project's SLA unless the project sets its own; each breach is announced once

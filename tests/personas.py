@@ -8,10 +8,12 @@ from datetime import timedelta
 from typing import Any
 
 import factory
+import httpx
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.utils import timezone
+from memoryadmin_client import Client as MemoryClient
 from rest_framework.test import APIClient
 
 from governance.context import actor_scope
@@ -21,6 +23,40 @@ from governance.services import agents, checkpoints, credentials
 from governance.services.facts import statement_digest
 
 PASSWORD = "correct horse battery staple"
+
+
+def wsgi_transport() -> httpx.WSGITransport:
+    """An httpx transport into Django's WSGI handler, inside the test's transaction.
+
+    Django closes the database connection at the start and end of each request;
+    inside a test that would end the test's transaction, so (as Django's own test
+    client does) those two signal handlers are off while the request runs.
+    """
+    from django.core import signals
+    from django.core.wsgi import get_wsgi_application
+    from django.db import close_old_connections
+
+    handler = get_wsgi_application()
+
+    def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        signals.request_started.disconnect(close_old_connections)
+        signals.request_finished.disconnect(close_old_connections)
+        try:
+            result = handler(environ, start_response)
+            try:
+                return [b"".join(result)]
+            finally:
+                result.close()
+        finally:
+            signals.request_started.connect(close_old_connections)
+            signals.request_finished.connect(close_old_connections)
+
+    return httpx.WSGITransport(app=app)
+
+
+def memory_client(key: str, **options: Any) -> MemoryClient:
+    """A ``memoryadmin_client.Client`` calling the real application in-process."""
+    return MemoryClient("http://testserver", key, transport=wsgi_transport(), **options)
 
 
 class ProjectFactory(factory.django.DjangoModelFactory[Project]):
@@ -96,6 +132,11 @@ class AgentPersona:
         client = APIClient()
         client.credentials(HTTP_AUTHORIZATION=f"Bearer {self.key}")
         return client
+
+    @property
+    def memory(self) -> MemoryClient:
+        """The shipped Python client, calling the real application in-process (no network)."""
+        return memory_client(self.key)
 
 
 def make_agent(project: Project, slug: str, *, config_source: bool = False, **policy: Any) -> AgentPersona:

@@ -1,6 +1,6 @@
 from django.urls import path, register_converter
 
-from governance.api import attribution, erasures, facts, retrievals, sessions, writes
+from governance.api import attribution, erasures, facts, keys, retrievals, sessions, writes
 from governance.api import policies as policy_api
 from governance.api.admin_retrievals import RetrievalLog as AdminRetrievalLog
 from governance.api.audit import AuditExport, AuditHistory
@@ -17,6 +17,7 @@ register_converter(ExternalIdConverter, "extid")
 POLICY = "admin/projects/<slug:project>/agents/<slug:agent>/policy"
 
 urlpatterns = [
+    path("key", keys.KeyInfo.as_view(), name="api-key"),
     path("writes", writes.WriteListCreate.as_view(), name="api-writes"),
     path("writes/batch", writes.WriteBatch.as_view(), name="api-writes-batch"),
     path("writes/<id:write_id>", writes.WriteDetail.as_view(), name="api-write"),

@@ -3,6 +3,7 @@
 from governance.models.audit import AuditCheckpoint, AuditEntry, ErasureGrant
 from governance.models.evaluations import EvaluationRun, EvaluationStatus
 from governance.models.facts import Fact, Supersession, Tombstone
+from governance.models.feed import FeedDelivery, FeedEvent, WebhookEndpoint
 from governance.models.jobs import Job
 from governance.models.policies import ChangeApproval, PolicyDraft, PolicyVersion
 from governance.models.projects import (
@@ -28,6 +29,8 @@ __all__ = [
     "EvaluationRun",
     "EvaluationStatus",
     "Fact",
+    "FeedDelivery",
+    "FeedEvent",
     "Job",
     "Membership",
     "PersonalAccessToken",
@@ -43,5 +46,6 @@ __all__ = [
     "SessionBlock",
     "Supersession",
     "Tombstone",
+    "WebhookEndpoint",
     "Write",
 ]

@@ -17,6 +17,7 @@ from django.utils import timezone
 from governance import rls
 from governance.context import current_actor
 from governance.models import AuditEntry, Project
+from governance.services import feed
 
 GENESIS = "0" * 64
 
@@ -54,6 +55,8 @@ def record(
     with rls.every_project():
         entry = next_entry(project, action, obj, reason=reason, data=data, actor=actor, actor_user=actor_user)
         entry.save(force_insert=True)
+        # The change feed's outbox row commits (or not) with this entry.
+        feed.announce_audit_entry(entry, project)
     return entry
 
 
@@ -69,7 +72,7 @@ def next_entry(
 ) -> AuditEntry:
     """The next link of ``project``'s chain, hashed and not yet saved; the chain stays locked
     until the transaction ends. ``record`` saves it; erasure hands it to the database function
-    that saves it (governance.services.erasure)."""
+    that saves it (governance.services.history.open_erasure)."""
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("Audit entries are written inside the transaction of the change they record.")
     if isinstance(obj, tuple):

@@ -33,6 +33,7 @@ from django.db.models import Count, Max, Q
 
 from governance.models import AuditCheckpoint, AuditEntry, Project, RetrievalEvent
 from governance.rules.seals import retrieval_seal
+from governance.services import feed
 from governance.services.audit import BrokenLink
 
 
@@ -158,7 +159,14 @@ def write_checkpoints() -> list[AuditCheckpoint]:
                     signature=sign(project_id, sequence, entry_hash, now, through, count),
                 )
             )
-        return AuditCheckpoint.objects.bulk_create(created)
+        checkpoints = AuditCheckpoint.objects.bulk_create(created)
+        projects = Project.objects.in_bulk([c.project_id for c in checkpoints if c.project_id])
+        for checkpoint in checkpoints:
+            project = projects.get(checkpoint.project_id) if checkpoint.project_id else None
+            feed.announce_checkpoint(
+                project, checkpoint.sequence, checkpoint.entry_hash, checkpoint.created_at
+            )
+        return checkpoints
 
 
 def _retrieval_extent() -> dict[int | None, tuple[int, int]]:

@@ -40,7 +40,7 @@ from governance.models import (
     Write,
 )
 from governance.rules import erasure as erasure_rules
-from governance.services import credentials, retrievals, writes
+from governance.services import credentials, feed, retrievals, writes
 from tests.personas import grant, make_agent, make_user, token_client
 
 pytestmark = pytest.mark.django_db
@@ -151,6 +151,9 @@ def world(project, other_project):
             },
         )
         token, _ = credentials.create_access_token(b_reviewer)
+        webhook, _ = feed.create_endpoint(
+            other_project, "https://siem.example/hook", event_types=[], description="", user=None
+        )
         approval = ChangeApproval.objects.create(
             project=other_project,
             agent=b_bot.agent,
@@ -180,6 +183,7 @@ def world(project, other_project):
         "principal_id": carol.pk,
         "erasure_id": erasure.pk,
         "run_id": EvaluationRun.objects.create(origin="test").pk,
+        "endpoint_id": webhook.pk,
     }
     return {
         "a_admin": a_admin,

@@ -15,3 +15,17 @@ def wait_until(predicate: Any, timeout: float = 30.0, interval: float = 0.2) -> 
             return value
         time.sleep(interval)
     raise AssertionError(f"condition not met within {timeout} s")
+
+
+def run_async(coroutine: Any) -> Any:
+    """Run a coroutine to the end from a synchronous test.
+
+    Playwright's sync API keeps an event loop running in the main thread for the
+    rest of the session, where ``asyncio.run`` refuses to start; a thread of its
+    own always has none.
+    """
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()

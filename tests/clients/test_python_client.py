@@ -8,7 +8,6 @@ replacing the service.
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 from typing import Any
 
@@ -20,6 +19,7 @@ from django.utils import timezone
 from governance.context import actor_scope
 from governance.models import Write
 from governance.services import credentials
+from tests.helpers import run_async
 from tests.personas import make_agent, memory_client, wsgi_transport
 
 pytestmark = pytest.mark.django_db
@@ -208,7 +208,7 @@ def test_the_async_client_against_a_live_server(live_server: Any, project):
             recalled = await memory.retrieve(principal="grace", query="meetings", session="a-1")
             return written, recalled
 
-    written, recalled = asyncio.run(scenario())
+    written, recalled = run_async(scenario())
     assert written.accepted
     assert "Prefers morning meetings." in recalled.context
 

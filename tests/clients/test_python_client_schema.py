@@ -22,7 +22,7 @@ OPERATIONS = [
     (m.Retrieval, "/api/v1/retrieve", "post", "200"),
     (m.RetrievalEvent, "/api/v1/retrievals/{retrieval_id}", "get", "200"),
     (m.Memories, "/api/v1/principals/{external_id}/memories", "get", "200"),
-    (m.Fact, "/api/v1/facts/{fact_id}", "get", "200"),
+    (m.FactDetail, "/api/v1/facts/{fact_id}", "get", "200"),
     (m.Withdrawal, "/api/v1/facts/{fact_id}/withdraw", "post", "200"),
     (m.SessionEnd, "/api/v1/sessions/{session_id}/end", "post", "200"),
     (m.KeyInfo, "/api/v1/key", "get", "200"),

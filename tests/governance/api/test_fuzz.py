@@ -235,7 +235,8 @@ def test_the_api_keeps_its_contract_under_fuzzing(world, wsgi_app):
         # back into generation, and a real id drawn into a negative case makes
         # it a valid one that the server rightly answers 200.
         operations = [result.ok() for result in load_schema(wsgi_app).get_all_operations()]
-        assert len(operations) == 23
+        # Every route of the API is fuzzed (test_schema_contract checks the schema names them all).
+        assert len(operations) >= 32
         world.statuses = Counter()
         for operation in operations:
             # Every operation runs even when one fails, so one run reports every defect.

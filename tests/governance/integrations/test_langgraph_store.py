@@ -8,7 +8,6 @@ proposal; delete is a withdrawal; a newer value supersedes).
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 from typing import Any, TypedDict
 
@@ -21,6 +20,7 @@ from langgraph.store.base import InvalidNamespaceError
 from memoryadmin_client.langgraph_store import GovernedStore, MemoryNotStored
 
 from governance.models import Fact
+from tests.helpers import run_async
 from tests.personas import memory_client
 
 pytestmark = pytest.mark.django_db
@@ -124,7 +124,7 @@ def test_the_async_interface(project: Any) -> None:
         await store.aput(("ada",), "music", {"statement": "Listens to Bach while working."})
         return await store.aget(("ada",), "music")
 
-    item = asyncio.run(scenario())
+    item = run_async(scenario())
     assert item is not None and item.value["statement"] == "Listens to Bach while working."
 
 

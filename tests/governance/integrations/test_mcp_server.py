@@ -6,7 +6,6 @@ write guard, scopes and budgets are the product's own, not stand-ins.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import socket
 import subprocess
@@ -23,6 +22,7 @@ from mcp.types import TextResourceContents
 from governance.context import actor_scope
 from governance.integrations.mcp_server import Endpoint, build_server
 from governance.services import credentials
+from tests.helpers import run_async
 from tests.personas import make_agent
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -41,7 +41,7 @@ def bot(project: Any) -> Any:
 
 
 def run(coro: Any) -> Any:
-    return asyncio.run(coro)
+    return run_async(coro)
 
 
 def test_tools_are_listed_with_their_parameters(live_server: Any, bot: Any) -> None:

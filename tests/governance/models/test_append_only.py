@@ -21,6 +21,7 @@ APPEND_ONLY = {
     "governance_supersession",
     "governance_tombstone",
     "governance_policyversion",
+    "governance_retrievalfeedback",
     # Row history of tracked models.
     "governance_factevent",
     "governance_writeevent",

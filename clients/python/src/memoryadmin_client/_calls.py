@@ -115,8 +115,8 @@ def memories(principal: str) -> Call[models.Memories]:
     )
 
 
-def get_fact(fact_id: int) -> Call[models.Fact]:
-    return Call("GET", f"/api/v1/facts/{_segment(fact_id)}", models.Fact.from_json, replayable=True)
+def get_fact(fact_id: int) -> Call[models.FactDetail]:
+    return Call("GET", f"/api/v1/facts/{_segment(fact_id)}", models.FactDetail.from_json, replayable=True)
 
 
 def withdraw(fact_id: int, *, principal: str, reason: str) -> Call[models.Withdrawal]:

@@ -196,7 +196,7 @@ class Client(_Base):
     def memories(self, principal: str) -> models.Memories:
         return self._send(_calls.memories(principal))
 
-    def get_fact(self, fact_id: int) -> models.Fact:
+    def get_fact(self, fact_id: int) -> models.FactDetail:
         return self._send(_calls.get_fact(fact_id))
 
     def withdraw(self, fact_id: int, *, principal: str, reason: str) -> models.Withdrawal:
@@ -335,7 +335,7 @@ class AsyncClient(_Base):
     async def memories(self, principal: str) -> models.Memories:
         return await self._send(_calls.memories(principal))
 
-    async def get_fact(self, fact_id: int) -> models.Fact:
+    async def get_fact(self, fact_id: int) -> models.FactDetail:
         return await self._send(_calls.get_fact(fact_id))
 
     async def withdraw(self, fact_id: int, *, principal: str, reason: str) -> models.Withdrawal:

@@ -96,7 +96,7 @@ def _item_value(fact: mc.Fact) -> dict[str, Any]:
         "source_ref": fact.source.ref,
         "authority": fact.authority,
         "age_days": fact.age_days,
-        "tier": fact.tier,
+        "tier": getattr(fact, "tier", None) or None,
     }
 
 
@@ -171,7 +171,7 @@ class GovernedStore(BaseStore):
         with self._lock:
             self._namespaces.add(tuple(namespace))
 
-    def _remembered(self, principal: str) -> list[mc.Fact]:
+    def _remembered(self, principal: str) -> list[mc.Memory]:
         try:
             return self.client.memories(principal).memories
         except mc.NotFound:

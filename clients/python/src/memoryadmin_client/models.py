@@ -52,10 +52,11 @@ class FactRef:
 
 @dataclass(frozen=True)
 class Source:
+    """Where a proposed memory came from, as the agent said."""
+
     type: str
     ref: str
     observed_at: datetime | None
-    writer: str | None = None
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Source:
@@ -63,7 +64,22 @@ class Source:
             type=str(data.get("type", "")),
             ref=str(data.get("ref", "")),
             observed_at=_dt(data.get("observed_at")),
-            writer=data.get("writer"),
+        )
+
+
+@dataclass(frozen=True)
+class FactSource(Source):
+    """A fact's source, with who wrote it (agent:<slug>, user:<name>...)."""
+
+    writer: str = ""
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> FactSource:
+        return cls(
+            type=str(data.get("type", "")),
+            ref=str(data.get("ref", "")),
+            observed_at=_dt(data.get("observed_at")),
+            writer=str(data.get("writer") or ""),
         )
 
 
@@ -270,9 +286,29 @@ class RetrievalEvent:
         )
 
 
+def _fact_fields(data: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": int(data["id"]),
+        "principal": data.get("principal"),
+        "kind": str(data.get("kind", "")),
+        "key": data.get("key"),
+        "statement": str(data.get("statement", "")),
+        "status": str(data.get("status", "")),
+        "source": FactSource.from_json(data.get("source") or {}),
+        "authority": int(data.get("authority") or 0),
+        "confidence": str(data.get("confidence", "")),
+        "valid_from": _dt(data.get("valid_from")),
+        "valid_to": _dt(data.get("valid_to")),
+        "recorded_at": _dt(data.get("recorded_at")),
+        "last_verified_at": _dt(data.get("last_verified_at")),
+        "age_days": int(data.get("age_days") or 0),
+        "raw": data,
+    }
+
+
 @dataclass(frozen=True)
 class Fact:
-    """One fact with its provenance (``GET /api/v1/facts/{id}`` or an entry of memories)."""
+    """One fact with its provenance."""
 
     id: int
     principal: str | None
@@ -280,7 +316,7 @@ class Fact:
     key: str | None
     statement: str
     status: str
-    source: Source
+    source: FactSource
     authority: int
     confidence: str
     valid_from: datetime | None
@@ -288,32 +324,42 @@ class Fact:
     recorded_at: datetime | None
     last_verified_at: datetime | None
     age_days: int
-    tier: str | None
-    supersedes: list[int]
-    superseded_by: list[int]
     raw: dict[str, Any] = field(repr=False, compare=False)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Fact:
+        return cls(**_fact_fields(data))
+
+
+@dataclass(frozen=True)
+class FactDetail(Fact):
+    """``GET /api/v1/facts/{id}``: a fact and its neighbours in the supersession chain."""
+
+    supersedes: list[int] = field(default_factory=list)
+    superseded_by: list[int] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> FactDetail:
         return cls(
-            id=int(data["id"]),
-            principal=data.get("principal"),
-            kind=str(data.get("kind", "")),
-            key=data.get("key"),
-            statement=str(data.get("statement", "")),
-            status=str(data.get("status", "")),
-            source=Source.from_json(data.get("source") or {}),
-            authority=int(data.get("authority") or 0),
-            confidence=str(data.get("confidence", "")),
-            valid_from=_dt(data.get("valid_from")),
-            valid_to=_dt(data.get("valid_to")),
-            recorded_at=_dt(data.get("recorded_at")),
-            last_verified_at=_dt(data.get("last_verified_at")),
-            age_days=int(data.get("age_days") or 0),
-            tier=data.get("tier"),
+            **_fact_fields(data),
             supersedes=[int(i) for i in data.get("supersedes") or []],
             superseded_by=[int(i) for i in data.get("superseded_by") or []],
-            raw=data,
+        )
+
+
+@dataclass(frozen=True)
+class Memory(Fact):
+    """A current memory about a person, with its freshness under the agent's policy."""
+
+    tier: str = ""  # recent | confirm | stale
+    plain_status: str = ""  # current | needs re-confirmation | outdated
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Memory:
+        return cls(
+            **_fact_fields(data),
+            tier=str(data.get("tier") or ""),
+            plain_status=str(data.get("plain_status") or ""),
         )
 
 
@@ -322,14 +368,16 @@ class Memories:
     """``GET /api/v1/principals/{id}/memories``: what the agent currently believes about a person."""
 
     principal: str
-    memories: list[Fact]
+    memories: list[Memory]
+    counts: dict[str, int]
     raw: dict[str, Any] = field(repr=False, compare=False)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Memories:
         return cls(
             principal=str(data.get("principal", "")),
-            memories=[Fact.from_json(m) for m in data.get("memories") or []],
+            memories=[Memory.from_json(m) for m in data.get("memories") or []],
+            counts={str(k): int(v) for k, v in (data.get("counts") or {}).items()},
             raw=data,
         )
 

@@ -321,27 +321,35 @@ class WriteBatch(AgentAPIView):
         summary="Propose up to 500 memory writes in one transaction (imports)",
         description=(
             "Each write is checked exactly as POST /api/v1/writes checks it and gets its own "
-            "outcome; a refused write stores nothing and does not stop the others. The whole "
-            "batch commits together. Idempotency-Key is not honoured here."
+            "outcome; a write the service refuses stores nothing and does not stop the others. "
+            "A malformed write (a field of the wrong type, missing or too long) makes the whole "
+            "batch a 400 naming writes.<index>.<field>, and nothing is stored. The whole batch "
+            "commits together. Idempotency-Key is not honoured here."
         ),
     )
     def post(self, request: Request) -> Response:
         envelope = _BatchEnvelopeSerializer(data=request.data)
         envelope.is_valid(raise_exception=True)
-        results: list[dict[str, object] | None] = []
-        valid: list[tuple[int, write_service.WriteRequest]] = []
+        # Malformed input is the client's bug: the whole batch is a 400 naming each
+        # bad field (writes.<index>.<field>) and nothing is stored, as for a single
+        # write. Per-write outcomes are for what the service decides (the guard,
+        # source claims, the review queue's limit), never for broken JSON.
+        requests: list[write_service.WriteRequest] = []
+        errors: dict[str, list[str]] = {}
         for index, item in enumerate(envelope.validated_data["writes"]):
-            serializer = WriteRequestSerializer(data=item if isinstance(item, dict) else None)
             if not isinstance(item, dict):
-                fields = {"non_field_errors": ["Each write must be a JSON object."]}
-                results.append(_item(index, 400, None, "The write is invalid.", fields))
-            elif not serializer.is_valid():
-                fields = _flatten(serializer.errors)
-                message = f"The write is invalid: {', '.join(sorted(fields))}."
-                results.append(_item(index, 400, None, message, fields))
-            else:
-                results.append(None)
-                valid.append((index, serializer.to_request()))
+                errors[f"writes.{index}"] = ["Each write must be a JSON object."]
+                continue
+            serializer = WriteRequestSerializer(data=item)
+            if not serializer.is_valid():
+                for field, messages in _flatten(serializer.errors).items():
+                    errors[f"writes.{index}.{field}"] = messages
+                continue
+            requests.append(serializer.to_request())
+        if errors:
+            raise serializers.ValidationError(errors)
+        results: list[dict[str, object] | None] = [None] * len(requests)
+        valid = list(enumerate(requests))
         outcomes = write_service.submit_batch(self.agent(request), [r for _, r in valid])
         for (index, _), outcome in zip(valid, outcomes, strict=True):
             if outcome.write is not None:
@@ -357,17 +365,6 @@ class WriteBatch(AgentAPIView):
                 results[index] = {"index": index, "status": code, "write": None, "error": error}
         submitted = sum(1 for r in results if r is not None and r["status"] == 201)
         return Response({"results": results, "submitted": submitted, "refused": len(results) - submitted})
-
-
-def _item(
-    index: int, code: int, write: object, message: str, fields: dict[str, list[str]]
-) -> dict[str, object]:
-    return {
-        "index": index,
-        "status": code,
-        "write": write,
-        "error": {"code": "invalid", "message": message, "fields": fields},
-    }
 
 
 class WriteDetail(AgentAPIView):

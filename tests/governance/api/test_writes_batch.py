@@ -40,23 +40,30 @@ def post(agent: AgentPersona, writes: Any) -> Any:
 def test_each_write_gets_its_own_outcome_and_refused_ones_store_nothing(support_bot: AgentPersona) -> None:
     response = post(
         support_bot,
-        [
-            body("Alice prefers window seats"),
-            {**body("Alice likes jazz"), "kind": "gossip"},
-            body("Alice is a verified admin", source="reviewer"),
-            "not a write",
-        ],
+        [body("Alice prefers window seats"), body("Alice is a verified admin", source="reviewer")],
     )
 
     assert response.status_code == 200, response.content
     data = response.json()
-    assert [r["status"] for r in data["results"]] == [201, 400, 403, 400]
-    assert (data["submitted"], data["refused"]) == (1, 3)
+    assert [r["status"] for r in data["results"]] == [201, 403]
+    assert (data["submitted"], data["refused"]) == (1, 1)
     assert data["results"][0]["write"]["status"] == "active"
-    assert data["results"][1]["error"]["fields"] == {"kind": ['"gossip" is not a valid choice.']}
-    assert data["results"][2]["error"]["code"] == "source_not_allowed"
+    assert data["results"][1]["error"]["code"] == "source_not_allowed"
     assert Write.objects.count() == 1
     assert list(Fact.objects.values_list("statement", flat=True)) == ["Alice prefers window seats"]
+
+
+def test_a_malformed_write_makes_the_whole_batch_a_400_and_stores_nothing(support_bot: AgentPersona) -> None:
+    response = post(
+        support_bot,
+        [body("Alice prefers window seats"), {**body("Alice likes jazz"), "kind": "gossip"}, "not a write"],
+    )
+
+    assert response.status_code == 400, response.content
+    fields = response.json()["error"]["fields"]
+    assert fields["writes.1.kind"] == ['"gossip" is not a valid choice.']
+    assert fields["writes.2"] == ["Each write must be a JSON object."]
+    assert not Write.objects.exists()
 
 
 def test_the_write_guard_judges_every_write_of_a_batch(support_bot: AgentPersona) -> None:

@@ -1,4 +1,4 @@
-"""Sentence embeddings behind one small interface (DESIGN.md, Runtime).
+"""Sentence embeddings behind one small interface (docs/operations.md; README, "Production settings").
 
 Two providers:
 

@@ -75,7 +75,7 @@ LOCAL_SECRETS_FILE = Path(env_str("LOCAL_SECRETS_FILE") or BASE_DIR / ".data" / 
 EMBEDDED_DATABASE = not os.environ.get("DATABASE_URL")
 if (DEBUG or EMBEDDED_DATABASE) and not (SECRET_KEY and TOMBSTONE_KEY):
     # Development only: secrets generated once for this checkout (0600 file),
-    # shared by `make run` and the setup commands run beside it (DESIGN.md:
+    # shared by `make run` and the setup commands run beside it (README:
     # `python manage.py create_agent_key ...` works while `make run` is up).
     # Against a real database (DATABASE_URL) nothing falls back: a missing
     # secret is a system-check error that stops start-up (memoryadmin.checks).

@@ -1,4 +1,4 @@
-"""GET /api/v1/admin/retrievals: the retrieval log for auditors (DESIGN.md governance API)."""
+"""GET /api/v1/admin/retrievals: the retrieval log for auditors (docs/api.md)."""
 
 from __future__ import annotations
 

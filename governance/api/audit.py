@@ -1,4 +1,4 @@
-"""GET /api/v1/admin/audit and /api/v1/admin/audit/export: the history for scripts (DESIGN.md governance API).
+"""GET /api/v1/admin/audit and /api/v1/admin/audit/export: the history for scripts (docs/api.md).
 
 The same selectors and the same streamed export as the auditors' console,
 scoped to the token user's projects.

@@ -1,4 +1,4 @@
-"""The API's one error shape: {"error": {"code", "message", "fields"}} (DESIGN.md)."""
+"""The API's one error shape: {"error": {"code", "message", "fields"}} (docs/api.md, "Errors")."""
 
 from __future__ import annotations
 

@@ -310,7 +310,8 @@ class PrincipalMemories(AgentAPIView):
         memories = []
         for fact in facts:
             body = fact_body(fact, policy_tiers=(policy.recent_days, policy.confirm_days))
-            # Added to the DESIGN.md contract, never replacing a field: a plain status a person reads.
+            # Added to the documented contract (docs/api.md), never replacing a field:
+            # a plain status a person reads.
             body["plain_status"] = PLAIN_STATUS[str(body["tier"])]
             memories.append(body)
         counts = {plain: 0 for plain in PLAIN_STATUS.values()}

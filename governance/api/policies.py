@@ -1,6 +1,6 @@
 """Governance API: an agent's policy, its draft, versions, what-if replays and their jobs.
 
-DESIGN.md "Governance API for people": read the active policy and the draft,
+docs/api.md, "Governance API": read the active policy and the draft,
 replace the draft, publish, list versions, roll back, start a replay and poll
 its job, so a team can keep policies as code. The same services as the
 console; policy editors and admins write, every console role reads.
@@ -173,7 +173,7 @@ def version_body(version: PolicyVersion, *, active_id: int | None) -> dict[str, 
 
 
 def policy_body(agent: Agent, draft: PolicyDraft | None) -> dict[str, Any]:
-    """``{"active": {"version": n, ...fields}, "draft": {...fields} | null}`` (DESIGN.md)."""
+    """``{"active": {"version": n, ...fields}, "draft": {...fields} | null}`` (docs/api.md)."""
     assert agent.active_policy is not None, "every agent has an active policy version"
     active = agent.active_policy
     return {

@@ -1,4 +1,4 @@
-"""POST /api/v1/retrieve and GET /api/v1/retrievals/{id} (DESIGN.md agent API)."""
+"""POST /api/v1/retrieve and GET /api/v1/retrievals/{id} (docs/api.md)."""
 
 from __future__ import annotations
 

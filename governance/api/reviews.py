@@ -1,7 +1,7 @@
 """Governance API: the review queue and decisions, for people with personal access tokens.
 
 GET /api/v1/admin/reviews and POST /api/v1/admin/reviews/{write_id}/decision
-(DESIGN.md "Governance API for people"); the same selectors and service as the console.
+(docs/api.md, "Governance API"); the same selectors and service as the console.
 """
 
 from __future__ import annotations

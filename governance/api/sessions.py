@@ -1,4 +1,4 @@
-"""POST /api/v1/sessions/{session}/end (DESIGN.md agent API; R9, R12, R17)."""
+"""POST /api/v1/sessions/{session}/end (docs/api.md; R9, R12, R17 in docs/rules.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""POST /api/v1/writes and GET /api/v1/writes/{id} (DESIGN.md agent API)."""
+"""POST /api/v1/writes and GET /api/v1/writes/{id} (docs/api.md)."""
 
 from __future__ import annotations
 

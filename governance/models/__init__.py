@@ -1,4 +1,4 @@
-"""The domain model (DESIGN.md "Concepts"), one module per noun."""
+"""The domain model (docs/architecture.md), one module per noun."""
 
 from governance.models.audit import AuditCheckpoint, AuditEntry, ErasureGrant
 from governance.models.evaluations import EvaluationRun, EvaluationStatus

@@ -28,7 +28,7 @@ class Project(models.Model):
 
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200)
-    # Per-source maximum authority, overriding DESIGN.md's defaults (R4).
+    # Per-source maximum authority, overriding the defaults (docs/rules.md, R4).
     source_caps = models.JSONField(default=dict, blank=True)
     # "Two people": a change that lets more become memory without review
     # (raised caps, a lower auto-approve floor, identity checks off) waits for

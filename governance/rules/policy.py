@@ -1,6 +1,6 @@
 """An agent's retrieval and write policy as plain data, with its validation.
 
-The field names are the governance API's policy JSON (DESIGN.md); the defaults
+The field names are the governance API's policy JSON (docs/api.md); the defaults
 are the design's defaults for a new agent. No ORM here: the policy versions in
 the database store ``PolicySettings.to_dict()`` and rebuild it with
 ``PolicySettings.from_dict()``.

@@ -1,4 +1,4 @@
-"""Retrieval steps 2, 4 and 5 (DESIGN.md, "Retrieval, step by step") as pure functions.
+"""Retrieval steps 2, 4 and 5 (docs/architecture.md, "The flow", step 4) as pure functions.
 
 The selector fetches candidates and the service writes the event; everything
 that decides what an agent is told lives here, over plain data, so every rule

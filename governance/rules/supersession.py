@@ -6,8 +6,8 @@ Three questions every write asks, answered here once:
   comes only from a person in the console or governance API; ``config`` only
   from agents an admin marks as configuration sources; the rest is the
   agent's configured list, or every other type when none is configured.
-- What is each source's maximum authority in this project? DESIGN.md's
-  defaults, overridden per project (``effective_caps``).
+- What is each source's maximum authority in this project? The documented
+  defaults (docs/rules.md, R4), overridden per project (``effective_caps``).
 - May a new value replace the active fact for its key without a person?
   Current configuration replaces project facts (R7); direct evidence replaces
   a fact of no higher authority; indirect sources (a model's inference, a
@@ -51,7 +51,7 @@ def source_label(source_type: str) -> str:
 
 
 def claimable_sources(configured: Iterable[str], *, is_config_source: bool) -> tuple[str, ...]:
-    """The source types an agent key may put on a write, in DESIGN.md's order.
+    """The source types an agent key may put on a write, in the documented order (docs/rules.md, R4).
 
     An empty ``configured`` list means "every type an agent may claim". A
     person-only type never becomes claimable, whatever is configured, and

@@ -38,7 +38,7 @@ def ensure_agent(
     policy: PolicySettings | None = None,
     user: Any = None,
 ) -> Agent:
-    """The agent with that slug; a new one starts on policy version 1 (DESIGN.md defaults)."""
+    """The agent with that slug; a new one starts on policy version 1 (the defaults in docs/api.md)."""
     agent = Agent.objects.filter(project=project, slug=slug).first()
     if agent is not None:
         return agent

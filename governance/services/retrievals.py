@@ -1,4 +1,4 @@
-"""One retrieval, from key to logged event (DESIGN.md "Retrieval, step by step")."""
+"""One retrieval, from key to logged event (docs/architecture.md, "The flow", step 4)."""
 
 from __future__ import annotations
 
@@ -276,7 +276,7 @@ def _record(
 
 
 def response_body(event: RetrievalEvent, result: Retrieval) -> dict[str, Any]:
-    """The 200 body of POST /api/v1/retrieve (DESIGN.md); items include a reused block's."""
+    """The 200 body of POST /api/v1/retrieve (docs/api.md); items include a reused block's."""
     return {
         "retrieval_id": event.pk,
         "mode": event.mode,

@@ -514,7 +514,7 @@ def _escalate(outcome: str, findings: tuple[guard.Finding, ...]) -> str:
 
 
 def write_response(write: Write, *, supersedes: list[int]) -> dict[str, Any]:
-    """The 201 body of POST /api/v1/writes (DESIGN.md), stored for idempotent replay."""
+    """The 201 body of POST /api/v1/writes (docs/api.md), stored for idempotent replay."""
     return {
         "id": write.pk,
         "status": write.status,

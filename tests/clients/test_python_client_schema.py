@@ -27,7 +27,7 @@ OPERATIONS = [
     (m.SessionEnd, "/api/v1/sessions/{session_id}/end", "post", "200"),
     (m.KeyInfo, "/api/v1/key", "get", "200"),
 ]
-# Answers whose every required property the client must read (the DESIGN.md contract).
+# Answers whose every required property the client must read (the documented contract, docs/api.md).
 COMPLETE = {m.WriteResult, m.Retrieval, m.RetrievedItem}
 
 

@@ -1,4 +1,4 @@
-"""``manage.py load_demo``: the demo holds DESIGN.md's situations, built through the services."""
+"""``manage.py load_demo``: the demo holds the situations the product exists for, via the services."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Roles per project (DESIGN.md "Users and their jobs"): the role in the object's project decides.
+"""Roles per project (docs/operations.md, Roles): the role in the object's project decides.
 
 The person at the centre of these tests audits project A (acme) and reviews
 project B (globex): they may decide B's writes and not A's, in the console

@@ -148,7 +148,7 @@ def test_make_run_turns_debug_on_only_for_the_embedded_development_stack(env, ad
 
 
 def test_setup_commands_beside_make_run_share_its_local_secrets(tmp_path):
-    """DESIGN.md's setup commands work next to `make run` with no extra flag, on the embedded
+    """The README's setup commands work next to `make run` with no extra flag, on the embedded
     database only: they read (or create) the same local secrets, and DEBUG stays off."""
     secrets_file = tmp_path / "local-secrets.json"
     show = "from django.conf import settings; print(settings.DEBUG, settings.TOMBSTONE_KEY)"

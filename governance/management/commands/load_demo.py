@@ -6,7 +6,7 @@ and corroboration run as they would for an agent), every review through
 has its audit trail. Only provenance is backdated: ``observed_at`` spreads the
 memories over the last eight months, which is what freshness (R9) works from.
 
-The situations DESIGN.md names are all here: a customer's deployment region
+The situations the product exists for are all here: a customer's deployment region
 that moved from us-east-1 to eu-west-2 (R6), a project moved from Python 3.11
 to 3.13 by a config write (R7), a Slack joke calling the CTO a cat herder, a
 summary mentioning a meeting with the VP of Engineering, a pairing-role
@@ -66,7 +66,7 @@ CODE_ASSISTANT = "code-assistant"
 # configuration source; the other agents may not claim that source.
 CONFIG_SYNC = "config-sync"
 
-# The support bot runs on DESIGN.md's defaults, except that it never receives
+# The support bot runs on a new agent's defaults (docs/api.md), except that it never receives
 # the coding assistant's tool instructions. The coding assistant trusts CI and
 # repository tooling (authority 3) without review, keeps facts fresh for
 # longer, and re-retrieves incidents every round.

@@ -1,4 +1,4 @@
-"""GET /api/v1/admin/retrievals: the auditors' retrieval listing (DESIGN.md governance API)."""
+"""GET /api/v1/admin/retrievals: the auditors' retrieval listing (docs/api.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""GET /api/v1/admin/audit and /api/v1/admin/audit/export (DESIGN.md governance API, issue 6)."""
+"""GET /api/v1/admin/audit and /api/v1/admin/audit/export (docs/api.md, issue 6)."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ POLICY = "/api/v1/admin/projects/acme/agents/support-bot/policy"
 
 def json_client(user) -> APIClient:
     client = token_client(user)
-    client.default_format = "json"  # policies are JSON in and out (DESIGN.md)
+    client.default_format = "json"  # policies are JSON in and out (docs/api.md)
     return client
 
 

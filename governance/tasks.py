@@ -11,6 +11,7 @@ from django.db import InterfaceError, OperationalError
 
 from governance.selectors import queue_health as queue_health_selectors
 from governance.services import checkpoints as checkpoint_service
+from governance.services import conflicts as conflict_service
 from governance.services import embeddings as embedding_service
 from governance.services import erasure as erasure_service
 from governance.services import facts as fact_service
@@ -49,7 +50,28 @@ ERASURE_TIME_LIMITS = (1800, 1860)
     max_retries=8,
 )
 def embed_fact(fact_id: int) -> bool:
-    return embedding_service.embed_fact(fact_id)
+    stored = embedding_service.embed_fact(fact_id)
+    if stored:
+        # With its vector stored, the fact can be compared by similarity with
+        # the person's other facts (services/conflicts.py); a task of its own,
+        # so a failure there retries the check, not the embedding.
+        check_conflicts.delay(fact_id)
+    return stored
+
+
+@shared_task(
+    name="governance.tasks.check_conflicts",
+    soft_time_limit=EMBED_TIME_LIMITS[0],
+    time_limit=EMBED_TIME_LIMITS[1],
+    autoretry_for=RETRY_FOR,
+    retry_backoff=2,
+    retry_backoff_max=300,
+    retry_jitter=True,
+    max_retries=5,
+)
+def check_conflicts(fact_id: int) -> int:
+    """Similar facts of the same person giving a different value go to a reviewer; how many."""
+    return len(conflict_service.check_similar_facts(fact_id))
 
 
 @shared_task(

@@ -401,6 +401,7 @@ CELERY_TASK_QUEUE_EMBEDDINGS = "embeddings"
 CELERY_TASK_QUEUE_BULK = "bulk"
 CELERY_TASK_ROUTES = {
     "governance.tasks.embed_fact": {"queue": "embeddings"},
+    "governance.tasks.check_conflicts": {"queue": "embeddings"},
     "governance.tasks.embed_missing_facts": {"queue": "bulk"},
     "governance.tasks.expire_facts": {"queue": "bulk"},
     "governance.tasks.run_replay": {"queue": "bulk"},

@@ -43,13 +43,17 @@ class QueueQuerySerializer(serializers.Serializer):
 
 
 class DecisionSerializer(serializers.Serializer):
-    action = serializers.ChoiceField(choices=["approve", "reject"])
+    action = serializers.ChoiceField(
+        choices=["approve", "reject", "keep_both"],
+        help_text="`keep_both`: for a write that may contradict a current fact (its `conflicts_with`), "
+        "both are right; neither replaces the other.",
+    )
     reason = serializers.CharField(max_length=2000, trim_whitespace=True)
     # Given: edit-and-approve with this statement instead of the agent's.
     statement = serializers.CharField(max_length=4000, trim_whitespace=True, required=False, allow_null=True)
 
     def validate(self, attrs: dict[str, object]) -> dict[str, object]:
-        if attrs.get("statement") is not None and attrs["action"] == "reject":
+        if attrs.get("statement") is not None and attrs["action"] != "approve":
             raise serializers.ValidationError({"statement": ["Only an approval can edit the statement."]})
         return attrs
 
@@ -132,7 +136,7 @@ class ReviewDecisionView(GovernanceAPIView):
             ),
         },
         request=DecisionSerializer,
-        summary="Approve, reject or edit-and-approve a write",
+        summary="Approve, reject, edit-and-approve a write, or keep both of a possible conflict",
     )
     def post(self, request: Request, write_id: int) -> Response:
         # The write's project before validation: another project's id is a 404 whatever the

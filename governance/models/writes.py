@@ -105,6 +105,8 @@ class ReviewAction(models.TextChoices):
     APPROVE = "approve"
     REJECT = "reject"
     EDIT_APPROVE = "edit_approve"
+    # Two facts that may contradict each other are both right (services/conflicts.py).
+    KEEP_BOTH = "keep_both"
 
 
 # Erasable history: an edit-and-approve keeps the reviewer's statement, which a

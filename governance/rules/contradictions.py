@@ -37,6 +37,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from governance.rules import identifiers
+
 SELF = "self"
 MAX_STATEMENT = 4000
 MAX_CLAUSE = 300
@@ -881,13 +883,41 @@ class Statement:
         return (self.when, self.fact_id) > (other.when, other.fact_id)
 
 
-def conflict_losers(statements: Sequence[Statement]) -> dict[int, int]:
+@dataclass(frozen=True)
+class PairRulings:
+    """What reviewers said about particular pairs of facts (pairs as frozensets of two fact ids).
+
+    ``kept``: a reviewer kept both (not a conflict), so neither loses to the
+    other whatever their wording. ``waiting``: a possible conflict waiting for
+    a reviewer (found by the background similarity check, or an uncertain
+    reading), so the older one loses until then, like a contradiction.
+    """
+
+    kept: frozenset[frozenset[int]] = frozenset()
+    waiting: frozenset[frozenset[int]] = frozenset()
+
+
+NO_RULINGS = PairRulings()
+
+
+def _winner(newer: Statement, older: Statement) -> tuple[Statement, Statement]:
+    """(winner, loser) of a contradicting pair: the newer one, unless R18 or hearsay says otherwise."""
+    if bool(newer.key) != bool(older.key):
+        return (newer, older) if newer.key else (older, newer)
+    if newer.source_type not in DIRECT_SOURCES and older.source_type in DIRECT_SOURCES:
+        return older, newer
+    return newer, older
+
+
+def conflict_losers(statements: Sequence[Statement], rulings: PairRulings = NO_RULINGS) -> dict[int, int]:
     """Facts that lose to a contradicting one: ``{loser_id: winner_id}``.
 
     Of two active facts that contradict each other, the newer one wins, unless
     it is indirect evidence (a web page, a model's inference) and the older one
     is direct evidence: hearsay never silences what the person or the
     configuration said (R6). A keyed fact always beats an unkeyed one (R18).
+    A pair a reviewer kept both of never conflicts; a pair waiting for a
+    reviewer conflicts even when the wording alone would not tell.
     """
     claims = {
         s.fact_id: claims_of(s.statement, s.key) for s in statements if s.kind not in _NOT_COMPARED_KINDS
@@ -907,7 +937,7 @@ def conflict_losers(statements: Sequence[Statement]) -> dict[int, int]:
     losers: dict[int, int] = {}
     for i, j in pairs:
         a, b = compared[i], compared[j]
-        if a.is_project_fact != b.is_project_fact:
+        if a.is_project_fact != b.is_project_fact or frozenset((a.fact_id, b.fact_id)) in rulings.kept:
             continue
         newer, older = (a, b) if a.newer_than(b) else (b, a)
         if (
@@ -927,10 +957,74 @@ def conflict_losers(statements: Sequence[Statement]) -> dict[int, int]:
             is None
         ):
             continue
-        winner, loser = newer, older
-        if bool(newer.key) != bool(older.key):
-            winner, loser = (newer, older) if newer.key else (older, newer)
-        elif newer.source_type not in DIRECT_SOURCES and older.source_type in DIRECT_SOURCES:
-            winner, loser = older, newer
+        winner, loser = _winner(newer, older)
         losers.setdefault(loser.fact_id, winner.fact_id)
+    if rulings.waiting:
+        by_id = {s.fact_id: s for s in statements}
+        for pair in sorted(rulings.waiting - rulings.kept, key=sorted):
+            first, second = (by_id.get(fact_id) for fact_id in sorted(pair))
+            if first is None or second is None:
+                continue  # one side is not a candidate (not active, or not this principal's)
+            newer, older = (first, second) if first.newer_than(second) else (second, first)
+            winner, loser = _winner(newer, older)
+            losers.setdefault(loser.fact_id, winner.fact_id)
     return losers
+
+
+# --- possible conflicts by similarity (the background check) ---------------
+#
+# The vocabulary above knows common attributes; people also state one-off
+# ones ("my locker number is 41", "our wifi network is called Falcon"). Two
+# statements about the same principal that read almost alike (cosine
+# similarity of their embeddings at least CONFLICT_MIN_SIMILARITY) but carry
+# different identifying values of the same kind (a number, a name, an e-mail
+# address...; rules/identifiers.py) and share none may give one attribute two
+# values. That is never certain, so it only ever puts the pair in front of a
+# reviewer. Where the vocabulary has an opinion on the pair (both make claims
+# about one attribute of one subject) it is left to the wording rules above.
+# The threshold comes from the labelled set (docs/relevance.md, "Possible
+# conflicts by similarity"): no near-miss there reaches it.
+
+CONFLICT_MIN_SIMILARITY = 0.65
+# Episodic facts are events: two meetings with two people are both true.
+SIMILARITY_KINDS = frozenset({"profile", "preference", "project_fact", "tool_instruction"})
+
+
+@dataclass(frozen=True)
+class SimilarConflict:
+    kinds: tuple[str, ...]  # the kinds of value that differ (identifiers.KIND_LABELS)
+    similarity: float
+
+    def detail(self) -> str:
+        return (
+            f"Reads almost like an older fact ({round(self.similarity * 100)}% similar) "
+            f"but gives a different {identifiers.describe(self.kinds)}."
+        )
+
+
+def similar_conflict(
+    new_statement: str,
+    old_statement: str,
+    similarity: float,
+    *,
+    new_key: str | None = None,
+    old_key: str | None = None,
+    threshold: float = CONFLICT_MIN_SIMILARITY,
+) -> SimilarConflict | None:
+    """Whether two similar statements may give one attribute two values (see the note above)."""
+    if similarity < threshold:
+        return None
+    new_claims, old_claims = claims_of(new_statement, new_key), claims_of(old_statement, old_key)
+    topics = {(c.attribute, c.subject) for c in new_claims}
+    if any((c.attribute, c.subject) in topics for c in old_claims):
+        return None  # the wording rules decide this pair
+    new_values, old_values = (
+        identifiers.identifying_values(new_statement),
+        identifiers.identifying_values(old_statement),
+    )
+    if set(new_values) & set(old_values):
+        return None  # they agree on some value: more likely two facts about one thing
+    differing = sorted(set(new_values.values()) & set(old_values.values()))
+    if not differing:
+        return None
+    return SimilarConflict(kinds=tuple(differing), similarity=similarity)

@@ -180,6 +180,7 @@ def plan_retrieval(
     resume_hint: rendering.ResumeHint | str | None,
     cached_static_block: str | None,
     cached_static_facts: Sequence[Candidate] = (),
+    rulings: contradictions.PairRulings = contradictions.NO_RULINGS,
 ) -> RetrievalPlan:
     """Decide, rank, pack and render one retrieval.
 
@@ -239,7 +240,9 @@ def plan_retrieval(
     # Two active facts giving one attribute different values (stored before the
     # write path could tell, or kept both because the reading was uncertain):
     # only the newer direct evidence is injected (R6, R14).
-    losers = contradictions.conflict_losers([_statement(c) for c in keyed_facts])
+    # ``rulings``: pairs a reviewer kept both of, and possible conflicts waiting
+    # for one (services/conflicts.py).
+    losers = contradictions.conflict_losers([_statement(c) for c in keyed_facts], rulings)
     for i in ranked:
         candidate = candidates[i]
         per_round = is_per_round(candidate.kind, policy)

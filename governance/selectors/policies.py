@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import logging
 from dataclasses import dataclass
 
 from django.db.models import Count, QuerySet
@@ -9,7 +11,11 @@ from django.db.models import Count, QuerySet
 from governance.models import Agent, ChangeApproval, Fact, Job, PolicyDraft, PolicyVersion, Project
 from governance.rules.policy import PolicySettings
 from governance.rules.policy_changes import FieldChange, diff_settings
+from governance.rules.relevance import ThresholdRow, choose_floor
+from governance.services.relevance import relevance_table
 from governance.services.replay import JOB_KIND
+
+logger = logging.getLogger(__name__)
 
 
 def agents(projects: QuerySet[Project]) -> QuerySet[Agent]:
@@ -91,3 +97,26 @@ def pending_approvals(project_ids: list[int]) -> list[ChangeApproval]:
         .select_related("project", "agent", "requested_by")
         .order_by("requested_at", "id")
     )
+
+
+@dataclass(frozen=True)
+class RelevanceTradeoff:
+    """Recall and precision per relevance floor on the shipped labelled set (docs/relevance.md)."""
+
+    rows: tuple[ThresholdRow, ...]
+    recommended: float
+
+
+@functools.lru_cache(maxsize=1)
+def relevance_tradeoff() -> RelevanceTradeoff | None:
+    """Computed once per process: the labelled set and the embedder do not change while it runs.
+
+    None when the embedder cannot be reached (an HTTP provider that is down):
+    the policy editor then says so instead of failing.
+    """
+    try:
+        rows = relevance_table()
+    except Exception:  # the provider's own errors vary; the page must still render
+        logger.exception("Could not compute the relevance table for the policy editor.")
+        return None
+    return RelevanceTradeoff(rows=rows, recommended=choose_floor(rows).threshold)

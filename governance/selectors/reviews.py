@@ -26,6 +26,7 @@ from governance.rules.diff import SideBySide, word_diff
 from governance.rules.labels import FINDINGS
 from governance.rules.text import similarity
 from governance.selectors.sessions import SummaryDiff, has_summary_finding, summary_diff
+from governance.services.conflicts import is_conflict_review
 
 QUEUE_STATUSES: tuple[str, ...] = ("pending_review", "quarantined")
 PAGE_SIZE = 25
@@ -41,6 +42,7 @@ ACTION_WORDS: dict[str, str] = {
     "approve": "approved",
     "reject": "rejected",
     "edit_approve": "approved with edits",
+    "keep_both": "kept both",
 }
 
 
@@ -191,6 +193,9 @@ class ReviewItem:
     extra: dict[str, Any] = field(default_factory=dict)
     # The statement split for display (see ``statement_segments``).
     statement_segments: list[guard.Segment] = field(default_factory=list)
+    # A possible conflict between two facts already in memory (services/conflicts.py):
+    # the reviewer keeps both, lets the newer replace the older, or rejects the newer.
+    conflict_review: bool = False
 
 
 def finding_views(findings: list[dict[str, str]] | None) -> list[FindingView]:
@@ -236,6 +241,7 @@ def review_items(writes: list[Write]) -> list[ReviewItem]:
                 write=write,
                 findings=findings,
                 statement_segments=statement_segments(write.statement, findings),
+                conflict_review=is_conflict_review(write),
                 supersedes=target,
                 diff=word_diff(target.statement, write.statement) if target is not None else None,
                 similar=similar.get(write.pk, []),

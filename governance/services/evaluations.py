@@ -26,6 +26,7 @@ from governance.rules import evaluations as rules
 from governance.rules.policy import PolicySettings
 from governance.selectors import retrievals as retrieval_selectors
 from governance.services import agents as agent_service
+from governance.services import conflicts as conflict_service
 from governance.services import embeddings as embedding_service
 from governance.services import facts as fact_service
 from governance.services import memberships, policies, reviews
@@ -155,8 +156,9 @@ def _set_up(play: _Play) -> None:
 def _embed(fact_id: int | None) -> None:
     # Per-round kinds are found by similarity, so a fact must be embedded before
     # the next step retrieves; the on-commit task may run much later or elsewhere.
-    if fact_id is not None:
-        embedding_service.embed_fact(fact_id)
+    # The background similarity check follows the embedding, as the task does.
+    if fact_id is not None and embedding_service.embed_fact(fact_id):
+        conflict_service.check_similar_facts(fact_id)
 
 
 def _write(play: _Play, step: rules.WriteStep) -> None:

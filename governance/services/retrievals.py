@@ -26,7 +26,7 @@ from governance.rules.rendering import ResumeHint, single_line
 from governance.rules.sessions import HINT_SOURCE, resume_hint_findings
 from governance.rules.supersession import effective_caps
 from governance.selectors import retrievals as selectors
-from governance.services import audit, checkpoints, session_blocks
+from governance.services import audit, checkpoints, conflicts, session_blocks
 from governance.services.embeddings import embed_query
 from governance.services.sessions import open_session
 
@@ -101,6 +101,8 @@ def _decide(
     """Reuse the session's start block when R12 allows it, else compute (and cache) it."""
     policy = version.policy
     note = ""
+    # What reviewers said about pairs of this person's facts that may contradict each other.
+    rulings = conflicts.rulings_for(agent.project, principal)
     if session is not None and request.round > 1:
         reuse, note = session_blocks.reusable(
             session, principal, identity_verified=request.identity_verified, version=version, now=now
@@ -117,6 +119,7 @@ def _decide(
                 resume_hint=None,
                 cached_static_block=reuse.block.text,
                 cached_static_facts=reuse.facts,
+                rulings=rulings,
             )
             decisions, items = rules.cached_selection(reuse.facts, reuse.block.items, policy, now=now)
             return Retrieval(
@@ -145,6 +148,7 @@ def _decide(
         identity_verified=request.identity_verified,
         resume_hint=hint,
         cached_static_block=None,
+        rulings=rulings,
     )
     if session is not None:
         if not session.mode:

@@ -10,12 +10,13 @@ from django.db.models import Q
 from django.utils import timezone
 
 from governance.models import Fact, ReviewDecision, Tombstone, Write
+from governance.rules import identifiers
 from governance.rules.text import statement_fingerprint
 from governance.rules.tokens import count_tokens
 from governance.selectors.erasures import pseudonym_of
-from governance.services import audit
+from governance.services import audit, conflicts, session_blocks
 from governance.services.facts import enqueue_embedding, statement_digest, supersede_fact, without_quotes
-from governance.services.writes import fingerprint_key
+from governance.services.writes import TOMBSTONE_VALUE_MATCHES, fingerprint_key
 
 REVIEWABLE = ("pending_review", "quarantined")
 
@@ -31,12 +32,17 @@ class AlreadyDecided(Exception):
 class Tombstoned(Exception):
     """The statement to approve was withdrawn for this principal: approving it would re-learn it (R8)."""
 
-    def __init__(self, write: Write, tombstone: Tombstone) -> None:
+    def __init__(self, write: Write, tombstone: Tombstone, *, kinds: tuple[str, ...] = ()) -> None:
         when = tombstone.created_at.strftime("%Y-%m-%d")
+        what = (
+            f"it carries the same {identifiers.describe(kinds)} as a statement that was withdrawn on {when}"
+            if kinds
+            else f"it was withdrawn on {when}"
+        )
         super().__init__(
-            f"This statement cannot be approved: it was withdrawn on {when} because the person it is "
-            "about asked for it to be forgotten, and a withdrawn statement is never learned again. "
-            "Reject the write instead."
+            f"This statement cannot be approved: {what} because the person it is "
+            "about asked for it to be forgotten, and a withdrawn statement is never learned again, "
+            "in any words. Reject the write instead."
         )
         self.write = write
         self.tombstone = tombstone
@@ -48,9 +54,12 @@ class InvalidDecision(Exception):
         self.field = field
 
 
+ACTIONS = ("approve", "reject", conflicts.KEEP_BOTH)
+
+
 @dataclass(frozen=True)
 class Decision:
-    action: str  # approve | reject
+    action: str  # approve | reject | keep_both (a write that may contradict a current fact)
     reason: str
     statement: str | None = None  # given: edit-and-approve
 
@@ -60,11 +69,11 @@ def decide(write_id: int, decision: Decision, *, reviewer: Any) -> Write:
     reason = decision.reason.strip()
     if not reason:
         raise InvalidDecision("reason", "A reason is required for every decision.")
-    if decision.action not in ("approve", "reject"):
-        raise InvalidDecision("action", "Action must be 'approve' or 'reject'.")
+    if decision.action not in ACTIONS:
+        raise InvalidDecision("action", "Action must be 'approve', 'reject' or 'keep_both'.")
     if decision.statement is not None and not decision.statement.strip():
         raise InvalidDecision("statement", "An edited statement cannot be empty.")
-    if decision.statement is not None and decision.action == "reject":
+    if decision.statement is not None and decision.action != "approve":
         raise InvalidDecision("statement", "Only an approval can edit the statement.")
     try:
         return _decide(write_id, decision, reason, reviewer)
@@ -85,7 +94,19 @@ def _decide(write_id: int, decision: Decision, reason: str, reviewer: Any) -> Wr
         raise AlreadyDecided(write)
     edited = decision.statement.strip() if decision.statement is not None else None
     action = "edit_approve" if edited is not None and edited != write.statement else decision.action
-    if decision.action == "approve":
+    # A conflict review (services/conflicts.py): its fact is already active, and
+    # the question is only what happens to the pair.
+    conflict_review = conflicts.is_conflict_review(write)
+    if decision.action == conflicts.KEEP_BOTH and write.conflicts_with_id is None:
+        raise InvalidDecision(
+            "action", "Keep both is for a write that may contradict a current fact; this one does not."
+        )
+    if conflict_review and edited is not None and edited != write.statement:
+        raise InvalidDecision(
+            "statement",
+            "This statement is already in memory: approve, reject or keep both; it cannot be edited here.",
+        )
+    if decision.action in ("approve", conflicts.KEEP_BOTH):
         # Every approval re-runs the tombstone check: the person may have asked
         # to forget this statement (or the edited one) after it was written.
         _refuse_tombstoned(write, edited)
@@ -100,12 +121,12 @@ def _decide(write_id: int, decision: Decision, reason: str, reviewer: Any) -> Wr
     now = timezone.now()
     previous = write.status
     superseded: list[int] = []
-    if decision.action == "approve":
+    if decision.action in ("approve", conflicts.KEEP_BOTH):
         fact = _approved_fact(write, edited, reviewer)
         # R8: its scope ended, or it was withdrawn, while it waited. The
         # approval is recorded, but nothing is brought back from an ending,
         # and nothing active is superseded by it.
-        scope_ended = fact.status not in REVIEWABLE
+        scope_ended = fact.status not in REVIEWABLE and not (conflict_review and fact.status == "active")
         current = (
             Fact.objects.select_for_update()
             .filter(
@@ -117,10 +138,15 @@ def _decide(write_id: int, decision: Decision, reason: str, reviewer: Any) -> Wr
             )
             .exclude(pk=fact.pk)
             .first()
-            if fact.key and not scope_ended
+            if fact.key and not scope_ended and decision.action == "approve"
             else None
         )
-        if current is None and write.conflicts_with_id is not None and not scope_ended:
+        if (
+            current is None
+            and write.conflicts_with_id is not None
+            and not scope_ended
+            and decision.action == "approve"
+        ):
             # An unkeyed write held because it contradicts an active fact (R6):
             # approving it is the reviewer deciding the newer value wins.
             current = (
@@ -143,15 +169,22 @@ def _decide(write_id: int, decision: Decision, reason: str, reviewer: Any) -> Wr
             fact.status_reason = f"Approved by {reviewer.get_username()}"
             fact.status_changed_at = now
         fact.save()
+        if decision.action == conflicts.KEEP_BOTH and not scope_ended:
+            # Not a conflict: the older one is injected again beside it.
+            session_blocks.invalidate([fact.pk, write.conflicts_with_id or fact.pk])
         write.status = "active"
         write.fact = fact
     else:
         if write.fact_id is not None:
-            Fact.objects.filter(pk=write.fact_id, status__in=REVIEWABLE).update(
+            # A conflict review's fact is already active: rejecting it takes it out of memory.
+            takes_out = (*REVIEWABLE, "active") if conflict_review else REVIEWABLE
+            rejected = Fact.objects.filter(pk=write.fact_id, status__in=takes_out).update(
                 status="rejected",
                 status_reason=f"Rejected by {reviewer.get_username()}: {reason}",
                 status_changed_at=now,
             )
+            if rejected and conflict_review:
+                session_blocks.invalidate([write.fact_id, write.conflicts_with_id or write.fact_id])
         write.status = "rejected"
     write.decided_at = now
     write.save(update_fields=["status", "fact", "decided_at"])
@@ -162,7 +195,13 @@ def _decide(write_id: int, decision: Decision, reason: str, reviewer: Any) -> Wr
         reason=reason,
         actor=f"user:{reviewer.get_username()}",
         actor_user=reviewer,
-        data={"from": previous, "to": write.status, "fact": write.fact_id, "supersedes": superseded},
+        data={
+            "from": previous,
+            "to": write.status,
+            "fact": write.fact_id,
+            "supersedes": superseded,
+            **({"kept_with": write.conflicts_with_id} if action == conflicts.KEEP_BOTH else {}),
+        },
     )
     return write
 
@@ -190,13 +229,24 @@ def _refuse_tombstoned(write: Write, edited: str | None) -> None:
         principal |= Q(fact__principal__external_id=stem) | Q(
             fact__principal__external_id__startswith=f"{stem}-"
         )
-    tombstone = (
-        Tombstone.objects.filter(principal, project=write.project_id, fingerprint__in=fingerprints)
-        .order_by("-created_at")
-        .first()
-    )
+    tombstones = Tombstone.objects.filter(principal, project=write.project_id).order_by("-created_at")
+    tombstone = tombstones.filter(fingerprint__in=fingerprints).first()
     if tombstone is not None:
         raise Tombstoned(write, tombstone)
+    # A rewording that carries the withdrawn statement's identifying values
+    # (an address, a phone number, a name with a place) is the same assertion
+    # to the person who asked to forget it (R8, rules/identifiers.py).
+    for statement in sorted(statements):
+        digests = identifiers.value_digests(statement, fingerprint_key())
+        if not digests:
+            continue
+        sharing = tombstones.filter(value_digests__overlap=list(digests)).only(
+            "pk", "created_at", "value_digests"
+        )[:TOMBSTONE_VALUE_MATCHES]
+        for candidate in sharing:
+            kinds = identifiers.blocks(digests, candidate.value_digests)
+            if kinds is not None:
+                raise Tombstoned(write, candidate, kinds=kinds)
 
 
 def _approved_fact(write: Write, edited: str | None, reviewer: Any) -> Fact:

@@ -25,7 +25,7 @@ from governance.rules import supersession as supersession_rules
 from governance.rules.provenance import ref_problem
 from governance.rules.text import near_duplicate, normalise_statement, statement_fingerprint
 from governance.rules.tokens import count_tokens
-from governance.services import audit
+from governance.services import audit, conflicts
 from governance.services.embeddings import guard_embedding, guard_embeddings
 from governance.services.facts import (
     corroborate_fact,
@@ -371,6 +371,8 @@ def _submit(
     corroborated: Fact | None = None
     # Which attribute an unkeyed supersession was about, for its stored reason.
     attribute_label: str | None = None
+    # Uncertain readings: both kept, the pair goes in front of a reviewer.
+    uncertain: list[tuple[Fact, contradictions.Contradiction]] = []
     if corroborate and outcome in ("active", "pending_review"):
         corroborated = _duplicate_of(project.pk, principal, slot_session, request, fingerprint, current)
     if corroborated is not None:
@@ -386,6 +388,7 @@ def _submit(
         for old, found in contradicted:
             incumbent = _incumbent(old)
             if not found.certain:
+                uncertain.append((old, found))
                 if write.conflicts_with is None:
                     write.conflicts_with = old
                 findings.append(
@@ -482,6 +485,11 @@ def _submit(
         Write.objects.filter(pk=write.pk).update(corroborated=corroborated, fact=corroborated)
         write.corroborated = write.fact = corroborated
 
+    if write.fact is not None and write.fact.status == "active" and corroborated is None:
+        # Both stay; retrieval injects only the newer direct evidence until a
+        # reviewer decides (R6, services/conflicts.py).
+        for old, found in uncertain:
+            conflicts.flag_possible_conflict(write.fact, old, detail=found.detail(), found_by="wording")
     if after_create is not None:
         after_create(write)
     write.response = write_response(write, supersedes=[f.pk for f in supersedes])

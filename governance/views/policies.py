@@ -268,6 +268,8 @@ def _workspace(
         "replay_form": replay_form or ReplayForm(),
         "can_edit": editable,
         "saved": saved,
+        "relevance": selectors.relevance_tradeoff(),
+        "relevance_floor": (draft.policy if draft else active).min_relevance,
     }
 
 

@@ -36,7 +36,12 @@ STATUS_TABS = (("", "All"), ("pending_review", "Pending review"), ("quarantined"
 
 class DecisionForm(forms.Form):
     action = forms.ChoiceField(
-        choices=[("approve", "Approve"), ("reject", "Reject"), ("edit_approve", "Approve with edits")],
+        choices=[
+            ("approve", "Approve"),
+            ("reject", "Reject"),
+            ("edit_approve", "Approve with edits"),
+            ("keep_both", "Keep both"),
+        ],
         error_messages={"required": "Choose approve or reject."},
     )
     reason = forms.CharField(max_length=2000, strip=True, error_messages={"required": REASON_REQUIRED})

@@ -13,7 +13,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from governance.rules import evaluations as rules
+from governance.rules import relevance as relevance_rules
 from governance.services import evaluations
+from governance.services import relevance as relevance_service
 
 COLUMNS = (
     ("recall", "recall"),
@@ -61,6 +63,29 @@ def document(report: evaluations.Report) -> dict[str, Any]:
     }
 
 
+def relevance_document(rows: tuple[relevance_rules.ThresholdRow, ...]) -> dict[str, Any]:
+    """``--relevance`` in ``--json``: the trade-off and the floor the labelled set recommends."""
+    return {
+        "recommended_floor": relevance_rules.choose_floor(rows).threshold,
+        "rows": [row.to_dict() for row in rows],
+    }
+
+
+def relevance_text(rows: tuple[relevance_rules.ThresholdRow, ...]) -> str:
+    best = relevance_rules.choose_floor(rows)
+    lines = [
+        "Relevance floor on the labelled set (docs/relevance.md): recall and precision per floor",
+        f"{'floor':>6} {'recall':>7} {'precision':>10} {'F1':>6} {'injected':>9}",
+    ]
+    for row in rows:
+        mark = "  <- recommended" if row.threshold == best.threshold else ""
+        lines.append(
+            f"{row.threshold:>6.2f} {row.recall:>7.2f} {row.precision:>10.2f} {row.f1:>6.2f} "
+            f"{row.injected:>9}{mark}"
+        )
+    return "\n".join(lines) + "\n"
+
+
 class Command(BaseCommand):
     help = (
         "Play memory-quality scenarios in projects of their own and report recall, contamination, "
@@ -74,6 +99,12 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--json", action="store_true", help="Print one JSON document instead of the table"
+        )
+        parser.add_argument(
+            "--relevance",
+            action="store_true",
+            help="Also report recall and precision per relevance floor on the labelled set "
+            "(docs/relevance.md), for the embedder in use",
         )
         parser.add_argument(
             "--verbose-misses", action="store_true", help="List what each failing scenario missed"
@@ -91,10 +122,16 @@ class Command(BaseCommand):
         run = evaluations.create_run(paths, origin="command")
         report = evaluations.execute_run(run.pk)
         assert report is not None, "a run just created is queued"
+        rows = relevance_service.relevance_table() if options["relevance"] else ()
         if options["json"]:
-            self.stdout.write(json.dumps(document(report), indent=2))
+            doc = document(report)
+            if rows:
+                doc["relevance"] = relevance_document(rows)
+            self.stdout.write(json.dumps(doc, indent=2))
         else:
             self.stdout.write(table(report))
+            if rows:
+                self.stdout.write("\n" + relevance_text(rows))
             self.stdout.write(f"\nStored as evaluation run {run.pk}.")
         if options["verbose_misses"] or not options["json"]:
             for result in report.scenarios:

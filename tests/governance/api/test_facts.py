@@ -364,3 +364,56 @@ def test_a_reviewer_erases_a_rejected_write_an_agents_withdrawal_kept(client, su
     assert "data-kept-for-review" not in client.get(f"/facts/{active['fact']['id']}/").content.decode()
     # Nothing is left to erase: a second try is refused.
     assert client.post(f"/facts/{active['fact']['id']}/withdraw", {"reason": "again"}).status_code == 409
+
+
+# --- issue 20: a reviewer cannot approve a rewording of a withdrawn statement --------
+
+
+HOME = "I live at 12 Elm Street, Springfield."
+REWORDED = "The user mentioned their home is 12 Elm Street in Springfield."
+
+
+def test_approving_a_rewording_that_carries_a_withdrawn_address_is_refused(support_bot, reviewer):
+    # Waits for review (a tool's output), then the person has the original forgotten.
+    pending = write(support_bot, REWORDED, source="tool_output", expect="pending_review")
+    home = write(support_bot, HOME)
+    assert withdraw(support_bot, home["fact"]["id"]).status_code == 200
+    riley = token_client(reviewer)
+
+    refused = decide(riley, pending["id"], "approve")
+
+    assert refused.status_code == 409, refused.content
+    error = refused.json()["error"]
+    assert error["code"] == "withdrawn"
+    assert "same street address" in error["message"] and "forgotten" in error["message"]
+    assert "Elm" not in error["message"] and "R8" not in error["message"]
+    assert not ReviewDecision.objects.filter(write_id=pending["id"]).exists()
+    assert Fact.objects.get(pk=pending["fact"]["id"]).status == "pending_review"
+    # Rejecting it is still possible.
+    assert decide(riley, pending["id"], "reject").status_code == 200
+
+
+def test_editing_a_held_write_into_a_rewording_of_a_withdrawn_address_is_refused(support_bot, reviewer):
+    home = write(support_bot, HOME)
+    assert withdraw(support_bot, home["fact"]["id"]).status_code == 200
+    pending = write(
+        support_bot, "The user likes quiet streets.", source="tool_output", expect="pending_review"
+    )
+
+    refused = decide(token_client(reviewer), pending["id"], "approve", statement=REWORDED)
+
+    assert refused.status_code == 409, refused.content
+    assert Write.objects.get(pk=pending["id"]).status == "pending_review"
+
+
+def test_a_different_address_in_the_same_town_is_still_approved(support_bot, reviewer):
+    home = write(support_bot, HOME)
+    assert withdraw(support_bot, home["fact"]["id"]).status_code == 200
+    pending = write(
+        support_bot,
+        "The user's office is at 40 Oak Road, Springfield.",
+        source="tool_output",
+        expect="pending_review",
+    )
+
+    assert decide(token_client(reviewer), pending["id"], "approve").status_code == 200

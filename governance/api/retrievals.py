@@ -13,7 +13,7 @@ from governance.api.errors import Conflict
 from governance.api.limits import MAX_ROUND, db_id
 from governance.api.schema import Number, Timestamp, error_response
 from governance.models import RetrievalEvent
-from governance.models.projects import KeyScope
+from governance.models.credentials import KeyScope
 from governance.models.retrievals import MODES, REASONS
 from governance.services import retrievals as retrieval_service
 from governance.services.sessions import SessionError

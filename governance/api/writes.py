@@ -17,8 +17,8 @@ from governance.api.errors import Conflict, SourceForbidden, TooManyPending, _fl
 from governance.api.limits import db_id
 from governance.api.schema import Number, Timestamp, error_response
 from governance.models import Write
+from governance.models.credentials import KeyScope
 from governance.models.facts import FactKind, SourceType
-from governance.models.projects import KeyScope
 from governance.models.writes import WriteStatus
 from governance.rules.provenance import REF_MAX_CHARS
 from governance.rules.text import MAX_STATEMENT_CHARS

@@ -9,7 +9,7 @@ from django.db.models import Count, QuerySet
 from governance.models import Agent, ChangeApproval, Fact, Job, PolicyDraft, PolicyVersion, Project
 from governance.rules.policy import PolicySettings
 from governance.rules.policy_changes import FieldChange, diff_settings
-from governance.services.replay import JOB_KIND
+from governance.rules.replay import JOB_KIND
 
 
 def agents(projects: QuerySet[Project]) -> QuerySet[Agent]:
@@ -72,6 +72,30 @@ def job(projects: QuerySet[Project], job_id: object) -> QuerySet[Job]:
     return Job.objects.filter(project__in=projects, pk=job_id).select_related(
         "agent", "project", "created_by"
     )
+
+
+def replay_job(projects: QuerySet[Project], agent: Agent, job_id: object) -> QuerySet[Job]:
+    """One of this agent's replays, inside these projects."""
+    return job(projects, job_id).filter(agent=agent, kind=JOB_KIND)
+
+
+def versions(agent: Agent) -> QuerySet[PolicyVersion]:
+    """Every policy version of the agent, newest first, with who made it and what it rolled back."""
+    return (
+        PolicyVersion.objects.filter(agent=agent)
+        .select_related("created_by", "rolled_back_from")
+        .order_by("-version")
+    )
+
+
+def version(agent: Agent, number: int) -> PolicyVersion | None:
+    """The agent's policy version with this number, if there is one."""
+    return agent.policy_versions.filter(version=number).first()
+
+
+def approvals(projects: QuerySet[Project]) -> QuerySet[ChangeApproval]:
+    """Changes asked of a second administrator, in these projects (another project's is a 404)."""
+    return ChangeApproval.objects.filter(project__in=projects)
 
 
 def facts_for_rows(fact_ids: set[int]) -> dict[int, Fact]:

@@ -14,7 +14,8 @@ from governance.rules.text import statement_fingerprint
 from governance.rules.tokens import count_tokens
 from governance.selectors.erasures import pseudonym_of
 from governance.services import audit
-from governance.services.facts import enqueue_embedding, statement_digest, supersede_fact, without_quotes
+from governance.services.facts import enqueue_embedding, statement_digest, supersede_fact
+from governance.services.history import without_quotes
 from governance.services.writes import fingerprint_key
 
 REVIEWABLE = ("pending_review", "quarantined")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from itertools import pairwise
 
 import pytest
 from django.utils import timezone
@@ -34,7 +35,7 @@ def chain(project: Project) -> list[Fact]:
         FactFactory(project=project, statement=name, status="superseded" if name != "d" else "active")
         for name in "abcd"
     ]
-    for day, (old, new) in enumerate(zip(facts, facts[1:], strict=False)):
+    for day, (old, new) in enumerate(pairwise(facts)):
         link(old, new, day)
     return facts
 
@@ -83,7 +84,7 @@ def test_at_a_fork_backwards_takes_the_newest_link_and_forwards_the_oldest(proje
 
 
 def test_each_direction_stops_at_the_limit(chain, monkeypatch):
-    a, b, c, d = chain
+    a, b, c, _ = chain
     monkeypatch.setattr(selectors, "CHAIN_LIMIT", 1)
 
     assert pairs(selectors.supersession_chain(b)) == [(a.pk, b.pk), (b.pk, c.pk)]

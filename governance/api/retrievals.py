@@ -90,6 +90,7 @@ class RetrievalDetailSerializer(serializers.Serializer):
     mode = serializers.ChoiceField(choices=MODES)
     identity_verified = serializers.BooleanField()
     policy_version = serializers.IntegerField()
+    # DRF moves declared fields off the class, so this does not shadow Serializer.context.
     context = serializers.CharField(help_text="The exact text returned.")  # type: ignore[assignment]
     tokens_used = serializers.IntegerField()
     token_budget = serializers.IntegerField()

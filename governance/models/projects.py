@@ -87,6 +87,8 @@ class Agent(models.Model):
     allowed_source_types = ArrayField(models.CharField(max_length=32), default=list, blank=True)
     is_config_source = models.BooleanField(default=False)
 
+    # The string reference ("governance.PolicyVersion", which would be an import
+    # cycle) leaves the field's type to the plugin; these name it for mypy.
     if TYPE_CHECKING:
         active_policy_id: int | None
         active_policy: PolicyVersion | None  # type: ignore[no-redef]

@@ -112,9 +112,6 @@ def kept_for_review(fact: Fact) -> QuerySet[Write]:
 
 def active_memories(principal: Principal) -> QuerySet[Fact]:
     """Active, still-valid facts about the person (slots excluded: they are session state)."""
-    from django.db.models import Q
-    from django.utils import timezone
-
     now = timezone.now()
     return (
         Fact.objects.filter(principal=principal, status="active")

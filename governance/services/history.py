@@ -45,7 +45,7 @@ def erase_rows(statement: str, params: Sequence[Any] = ()) -> int:
     # The database refuses it unless open_erasure opened this transaction.
     with connection.cursor() as cursor:
         cursor.execute(statement, list(params))
-        changed = cursor.rowcount
+        changed: int = cursor.rowcount
     return max(changed, 0)
 
 

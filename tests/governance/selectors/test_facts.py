@@ -32,7 +32,7 @@ def link(old: Fact, new: Fact, day: int, decided_by: str = "rule:R6") -> Superse
 def chain(project: Project) -> list[Fact]:
     """Four facts, each replaced by the next: a -> b -> c -> d."""
     facts = [
-        FactFactory(project=project, statement=name, status="superseded" if name != "d" else "active")
+        FactFactory.create(project=project, statement=name, status="superseded" if name != "d" else "active")
         for name in "abcd"
     ]
     for day, (old, new) in enumerate(pairwise(facts)):
@@ -67,14 +67,14 @@ def test_the_same_chain_whichever_fact_it_is_read_from(chain):
 
 
 def test_a_fact_never_superseded_has_an_empty_chain_in_one_query(project, django_assert_num_queries):
-    alone = FactFactory(project=project)
+    alone = FactFactory.create(project=project)
 
     with django_assert_num_queries(1):
         assert selectors.supersession_chain(alone) == []
 
 
 def test_at_a_fork_backwards_takes_the_newest_link_and_forwards_the_oldest(project):
-    old_a, old_b, middle, new_a, new_b = (FactFactory(project=project, statement=s) for s in "ABMXY")
+    old_a, old_b, middle, new_a, new_b = (FactFactory.create(project=project, statement=s) for s in "ABMXY")
     link(old_a, middle, 1)
     link(old_b, middle, 2)  # the newer way into the middle
     link(middle, new_a, 3)  # the older way out of it
@@ -91,7 +91,7 @@ def test_each_direction_stops_at_the_limit(chain, monkeypatch):
 
 
 def test_a_loop_is_walked_once(project):
-    a, b, c = (FactFactory(project=project, statement=s) for s in "abc")
+    a, b, c = (FactFactory.create(project=project, statement=s) for s in "abc")
     link(a, b, 1)
     link(b, c, 2)
     link(c, a, 3)

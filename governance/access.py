@@ -23,7 +23,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404
 
-from governance.models import Project
+from governance.models import Membership, Project
 from governance.models.projects import Role
 
 logger = logging.getLogger("governance.access")
@@ -50,8 +50,6 @@ def memberships(user: UserLike) -> dict[int, str]:
         return {}
     cached: dict[int, str] | None = getattr(user, _CACHE, None)
     if cached is None:
-        from governance.models import Membership
-
         rows = list(
             Membership.objects.filter(user_id=user.pk).values_list("project_id", "role", "project__slug")
         )
@@ -141,8 +139,6 @@ def require_token_revoker(user: UserLike, token: Any) -> None:
     without being its admin is a 403."""
     if token.user_id == user.pk:
         return
-    from governance.models import Membership
-
     owner_projects = set(
         Membership.objects.filter(user_id=token.user_id).values_list("project_id", flat=True)
     )

@@ -291,13 +291,6 @@ def get_provider() -> EmbeddingProvider:
         return _provider
 
 
-def reset_provider() -> None:
-    """Forget the cached provider (tests that change the settings)."""
-    global _provider
-    with _PROVIDER_LOCK:
-        _provider = None
-
-
 def provider_from_settings(settings: object) -> EmbeddingProvider:
     """Build a provider from any object with the ``EMBEDDING_*`` attributes.
 

@@ -12,7 +12,7 @@ urlpatterns = [
     path("agents/", include("governance.views.urls_policies")),
     path("history/", include("governance.views.urls_audit")),
     path("sessions/", include("governance.views.urls_sessions")),
-    path("credentials/", include("governance.views.urls_keys")),
+    path("credentials/", include("governance.views.urls_credentials")),
     path("erasures/", include("governance.views.urls_erasures")),
     path("quality/", include("governance.views.urls_evaluations")),
     path("feed/", include("governance.views.urls_feed")),

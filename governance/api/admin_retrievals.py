@@ -68,7 +68,7 @@ class RetrievalSummarySerializer(serializers.Serializer):
     identity_verified = serializers.BooleanField()
     policy_version = serializers.IntegerField()
     query = serializers.CharField(allow_blank=True)
-    context = serializers.CharField(allow_blank=True)  # type: ignore[assignment]
+    context = serializers.CharField(allow_blank=True)  # type: ignore[assignment]  # a field, not Serializer.context
     tokens_used = serializers.IntegerField()
     token_budget = serializers.IntegerField()
     candidates = serializers.IntegerField()

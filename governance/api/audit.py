@@ -87,6 +87,7 @@ class HistoryRowSerializer(serializers.Serializer):
     object_id = serializers.CharField(allow_blank=True)
     principal = serializers.CharField(allow_null=True)
     reason = serializers.CharField(allow_blank=True)
+    # DRF moves declared fields off the class, so this does not shadow Serializer.data.
     data = serializers.DictField(  # type: ignore[assignment]
         help_text="What the entry records; its keys depend on the action (fact.withdrawn, ...)."
     )

@@ -22,7 +22,7 @@ from governance import access
 from governance.api.base import AgentAPIView, GovernanceAPIView
 from governance.api.schema import error_response
 from governance.models import Job, Principal, Project
-from governance.models.projects import KeyScope
+from governance.models.credentials import KeyScope
 from governance.selectors import erasures as selectors
 from governance.services import erasure as erasure_service
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema
@@ -14,7 +16,7 @@ from governance.api.base import AgentAPIView
 from governance.api.errors import Conflict
 from governance.api.schema import Timestamp, error_response
 from governance.models import Fact, Principal
-from governance.models.projects import KeyScope
+from governance.models.credentials import KeyScope
 from governance.rules.retrieval import age_in_days
 from governance.selectors import facts as fact_selectors
 from governance.services import facts as fact_service
@@ -146,10 +148,10 @@ class FactDetail(AgentAPIView):
         )
         body = fact_body(fact)
         chain = fact_selectors.supersession_chain(fact)
-        body["supersession_chain"] = chain
+        body["supersession_chain"] = [{**asdict(link), "at": link.at.isoformat()} for link in chain]
         # The direct neighbours, for clients that only need "what replaced this".
-        body["supersedes"] = [link["old_fact"] for link in chain if link["new_fact"] == fact.pk]
-        body["superseded_by"] = [link["new_fact"] for link in chain if link["old_fact"] == fact.pk]
+        body["supersedes"] = [link.old_fact for link in chain if link.new_fact == fact.pk]
+        body["superseded_by"] = [link.new_fact for link in chain if link.old_fact == fact.pk]
         return Response(FactDetailSerializer(body).data)
 
 

@@ -13,7 +13,7 @@ from rest_framework.response import Response
 
 from governance.api.auth import IsAgent
 from governance.api.base import AgentAPIView
-from governance.models.projects import KeyScope
+from governance.models.credentials import KeyScope
 
 
 class KeyInfoSerializer(serializers.Serializer):

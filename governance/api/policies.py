@@ -363,11 +363,7 @@ class PolicyVersionsView(_AgentPolicyView):
     )
     def get(self, request: Request, project: str, agent: str) -> Response:
         obj = self.get_agent(request, project, agent)
-        versions = (
-            PolicyVersion.objects.filter(agent=obj)
-            .select_related("created_by", "rolled_back_from")
-            .order_by("-version")
-        )
+        versions = selectors.versions(obj)
         body = {"results": [version_body(v, active_id=obj.active_policy_id) for v in versions]}
         return Response(PolicyVersionsSerializer(body).data)
 
@@ -398,7 +394,7 @@ class PolicyReplayView(_AgentPolicyView):
             raise TooManyRequests(str(exc)) from exc
         except replay_service.ReplayError as exc:
             raise serializers.ValidationError({exc.field or "non_field_errors": [str(exc)]}) from exc
-        job = Job.objects.select_related("agent", "project", "created_by").get(pk=job.pk)
+        job = selectors.job(access.projects_of(request.user), job.pk).get()
         response = Response(JobSerializer(job_body(job)).data, status=status.HTTP_202_ACCEPTED)
         response["Location"] = f"/api/v1/admin/jobs/{job.pk}"
         return response
@@ -447,9 +443,7 @@ class ApprovalDecisionView(GovernanceAPIView):
         summary="Approve or reject a change waiting for a second administrator",
     )
     def post(self, request: Request, approval_id: int) -> Response:
-        approval = get_object_or_404(
-            ChangeApproval.objects.filter(project__in=access.projects_of(request.user)), pk=approval_id
-        )
+        approval = get_object_or_404(selectors.approvals(access.projects_of(request.user)), pk=approval_id)
         self.check(request, approval.project_id)
         body = ApprovalDecisionSerializer(data=request.data)
         body.is_valid(raise_exception=True)

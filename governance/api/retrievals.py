@@ -13,7 +13,7 @@ from governance.api.errors import Conflict
 from governance.api.limits import MAX_ROUND, db_id
 from governance.api.schema import Number, Timestamp, error_response
 from governance.models import RetrievalEvent
-from governance.models.projects import KeyScope
+from governance.models.credentials import KeyScope
 from governance.models.retrievals import MODES, REASONS
 from governance.services import retrievals as retrieval_service
 from governance.services.sessions import SessionError
@@ -90,6 +90,7 @@ class RetrievalDetailSerializer(serializers.Serializer):
     mode = serializers.ChoiceField(choices=MODES)
     identity_verified = serializers.BooleanField()
     policy_version = serializers.IntegerField()
+    # DRF moves declared fields off the class, so this does not shadow Serializer.context.
     context = serializers.CharField(help_text="The exact text returned.")  # type: ignore[assignment]
     tokens_used = serializers.IntegerField()
     token_budget = serializers.IntegerField()

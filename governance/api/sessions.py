@@ -13,7 +13,7 @@ from governance.api.base import AgentAPIView
 from governance.api.errors import Conflict, TooManyPending
 from governance.api.schema import Timestamp, error_response
 from governance.api.writes import FactRefSerializer, FindingSerializer
-from governance.models.projects import KeyScope
+from governance.models.credentials import KeyScope
 from governance.rules.summaries import MAX_SOURCE_CHARS, MAX_SUMMARY_CHARS
 from governance.services import sessions as session_service
 from governance.services.writes import ReviewQueueFull

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
@@ -17,8 +18,8 @@ from governance.api.errors import Conflict, SourceForbidden, TooManyPending, _fl
 from governance.api.limits import db_id
 from governance.api.schema import Number, Timestamp, error_response
 from governance.models import Write
+from governance.models.credentials import KeyScope
 from governance.models.facts import FactKind, SourceType
-from governance.models.projects import KeyScope
 from governance.models.writes import WriteStatus
 from governance.rules.provenance import REF_MAX_CHARS
 from governance.rules.text import MAX_STATEMENT_CHARS
@@ -34,7 +35,7 @@ class SourceSerializer(serializers.Serializer):
     ref = serializers.CharField(max_length=REF_MAX_CHARS, trim_whitespace=True)
     observed_at = serializers.DateTimeField()
 
-    def validate_observed_at(self, value):  # type: ignore[no-untyped-def]
+    def validate_observed_at(self, value: datetime) -> datetime:
         if value > timezone.now() + FUTURE_SKEW:
             raise serializers.ValidationError("observed_at cannot be in the future.")
         return value
@@ -52,14 +53,14 @@ class WriteRequestSerializer(serializers.Serializer):
     session = serializers.CharField(max_length=200, required=False, allow_null=True)
     derived_from_retrieval = db_id(required=False, allow_null=True)
 
-    def validate_key(self, value):  # type: ignore[no-untyped-def]
+    def validate_key(self, value: str | None) -> str | None:
         if value is not None and not KEY_PATTERN.match(value):
             raise serializers.ValidationError(
                 "Use letters, digits and _ . : - / only (e.g. deployment_region)."
             )
         return value
 
-    def validate(self, attrs):  # type: ignore[no-untyped-def]
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         errors: dict[str, str] = {}
         if attrs.get("valid_from") and attrs.get("valid_to") and attrs["valid_from"] >= attrs["valid_to"]:
             errors["valid_to"] = "valid_to must be after valid_from."

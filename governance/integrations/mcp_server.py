@@ -146,7 +146,7 @@ def build_server(
             # the verifier checks each key with it, no OAuth flow is involved.
             "auth": AuthSettings(
                 issuer_url=endpoint.url,  # type: ignore[arg-type]  # pydantic coerces the str
-                resource_server_url=http_url,  # type: ignore[arg-type]
+                resource_server_url=http_url,  # type: ignore[arg-type]  # likewise
                 validate_token_resource=False,
             ),
         }

@@ -2,7 +2,7 @@
 # Existing keys keep working as before: AddField gives every row the default, all scopes.
 
 import django.contrib.postgres.fields
-import governance.models.projects
+import governance.models.credentials
 import pgtrigger.compiler
 import pgtrigger.migrations
 from django.conf import settings
@@ -40,7 +40,7 @@ class Migration(migrations.Migration):
                     ],
                     max_length=16,
                 ),
-                default=governance.models.projects.all_key_scopes,
+                default=governance.models.credentials.all_key_scopes,
                 size=None,
             ),
         ),
@@ -56,7 +56,7 @@ class Migration(migrations.Migration):
                     ],
                     max_length=16,
                 ),
-                default=governance.models.projects.all_key_scopes,
+                default=governance.models.credentials.all_key_scopes,
                 size=None,
             ),
         ),

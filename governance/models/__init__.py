@@ -1,22 +1,15 @@
 """The domain model (docs/architecture.md), one module per noun."""
 
 from governance.models.audit import AuditCheckpoint, AuditEntry, ErasureGrant
+from governance.models.credentials import AgentKey, PersonalAccessToken
 from governance.models.evaluations import EvaluationRun, EvaluationStatus
 from governance.models.facts import Fact, Supersession, Tombstone
 from governance.models.feed import FeedDelivery, FeedEvent, WebhookEndpoint
 from governance.models.jobs import Job
 from governance.models.policies import ChangeApproval, PolicyDraft, PolicyVersion
-from governance.models.projects import (
-    Agent,
-    AgentKey,
-    Membership,
-    PersonalAccessToken,
-    Principal,
-    Project,
-    Session,
-)
+from governance.models.projects import Agent, Membership, Principal, Project
 from governance.models.retrievals import RetrievalCandidate, RetrievalEvent, RetrievalFeedback
-from governance.models.sessions import SessionBlock
+from governance.models.sessions import Session, SessionBlock
 from governance.models.writes import ReviewDecision, Write
 
 __all__ = [

@@ -11,7 +11,8 @@ from django.utils import timezone
 from pgvector.django import VectorField
 
 from governance.models.history import append_only, tracked
-from governance.models.projects import Agent, Principal, Project, Session
+from governance.models.projects import Agent, Principal, Project
+from governance.models.sessions import Session
 
 
 class FactKind(models.TextChoices):

@@ -1,4 +1,4 @@
-"""Tenants, their agents and credentials, the people memory is about, and sessions."""
+"""Tenants, their members and agents, and the people memory is about."""
 
 from __future__ import annotations
 
@@ -87,6 +87,8 @@ class Agent(models.Model):
     allowed_source_types = ArrayField(models.CharField(max_length=32), default=list, blank=True)
     is_config_source = models.BooleanField(default=False)
 
+    # The string reference ("governance.PolicyVersion", which would be an import
+    # cycle) leaves the field's type to the plugin; these name it for mypy.
     if TYPE_CHECKING:
         active_policy_id: int | None
         active_policy: PolicyVersion | None  # type: ignore[no-redef]
@@ -97,81 +99,6 @@ class Agent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.project.slug}/{self.slug}"
-
-
-class Credential(models.Model):
-    """A bearer secret stored as a SHA-256 digest; the prefix finds the row.
-
-    Secrets are 32 random bytes, so a fast digest is enough: there is nothing
-    to brute-force that a slow hash would protect.
-    """
-
-    prefix = models.CharField(max_length=16, unique=True)
-    digest = models.CharField(max_length=64)
-    name = models.CharField(max_length=200, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-    last_used_at = models.DateTimeField(null=True, blank=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        abstract = True
-
-    @property
-    def is_active(self) -> bool:
-        return self.revoked_at is None
-
-
-class KeyScope(models.TextChoices):
-    """What an agent key may do; each API operation needs one (governance.api.base)."""
-
-    READ = "read", "Read: retrieve context, read facts, memories, writes and retrievals"
-    WRITE = "write", "Write: propose memory writes and end sessions"
-    FORGET = "forget", "Forget: withdraw facts on the person's request"
-
-
-def all_key_scopes() -> list[str]:
-    return list(KeyScope.values)
-
-
-@tracked(exclude=["last_used_at"])
-class AgentKey(Credential):
-    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="keys")
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
-    )
-    scopes = ArrayField(models.CharField(max_length=16, choices=KeyScope.choices), default=all_key_scopes)
-
-    class Meta:
-        constraints = [
-            models.CheckConstraint(
-                condition=models.Q(scopes__contained_by=KeyScope.values), name="agent_key_scopes_known"
-            )
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.agent} key {self.prefix}"
-
-    def has_scope(self, scope: str) -> bool:
-        return scope in self.scopes
-
-
-@tracked(exclude=["last_used_at"])
-class PersonalAccessToken(Credential):
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="access_tokens")
-    # Set by services.credentials (ACCESS_TOKEN_DEFAULT_DAYS, capped at ACCESS_TOKEN_MAX_DAYS);
-    # an expired token answers 401 like a revoked one.
-    expires_at = models.DateTimeField()
-
-    def __str__(self) -> str:
-        return f"{self.user} token {self.prefix}"
-
-    @property
-    def is_active(self) -> bool:
-        return self.revoked_at is None and not self.is_expired
-
-    @property
-    def is_expired(self) -> bool:
-        return self.expires_at <= timezone.now()
 
 
 class Principal(models.Model):
@@ -188,44 +115,6 @@ class Principal(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["project", "external_id"], name="principal_external_id_unique")
         ]
-
-    def __str__(self) -> str:
-        return self.external_id
-
-
-class Session(models.Model):
-    """One conversation of an agent with a principal.
-
-    Bound when it is created to exactly one principal, or to none for good
-    (services/sessions.py: open_session); the cached session-start blocks
-    live in ``SessionBlock``.
-    """
-
-    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="sessions")
-    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="sessions")
-    principal = models.ForeignKey(
-        Principal, on_delete=models.PROTECT, null=True, blank=True, related_name="sessions"
-    )
-    external_id = models.CharField(max_length=200)
-    started_at = models.DateTimeField(default=timezone.now)
-    ended_at = models.DateTimeField(null=True, blank=True)
-    summary_fact = models.ForeignKey(
-        "governance.Fact", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
-    )
-    resume_hint = models.TextField(blank=True)
-    # A hint the checks flagged when no summary came with it: never injected.
-    # (With a summary, the hint waits with the summary's review instead.)
-    resume_hint_held = models.BooleanField(default=False)
-    # R9's mode, fixed when the session's first retrieval computes it: later
-    # rounds reuse the cached block, so they must agree with it.
-    mode = models.CharField(max_length=16, blank=True)
-
-    class Meta:
-        ordering = ["-started_at"]
-        constraints = [
-            models.UniqueConstraint(fields=["agent", "external_id"], name="session_external_id_unique")
-        ]
-        indexes = [models.Index(fields=["principal", "-started_at"], name="session_principal_idx")]
 
     def __str__(self) -> str:
         return self.external_id

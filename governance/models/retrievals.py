@@ -10,7 +10,8 @@ from django.utils import timezone
 from governance.models.facts import Fact
 from governance.models.history import append_only
 from governance.models.policies import PolicyVersion
-from governance.models.projects import Agent, Principal, Project, Session
+from governance.models.projects import Agent, Principal, Project
+from governance.models.sessions import Session
 from governance.rules.retrieval import MODES, REASONS
 
 

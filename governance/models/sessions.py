@@ -1,4 +1,4 @@
-"""The session-start blocks a session has computed, cached for later rounds (R12)."""
+"""Sessions, and the session-start blocks each has computed, cached for later rounds (R12)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,45 @@ from django.db import models
 from django.utils import timezone
 
 from governance.models.policies import PolicyVersion
-from governance.models.projects import Principal, Session
+from governance.models.projects import Agent, Principal, Project
+
+
+class Session(models.Model):
+    """One conversation of an agent with a principal.
+
+    Bound when it is created to exactly one principal, or to none for good
+    (services/sessions.py: open_session); the cached session-start blocks
+    live in ``SessionBlock``.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="sessions")
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="sessions")
+    principal = models.ForeignKey(
+        Principal, on_delete=models.PROTECT, null=True, blank=True, related_name="sessions"
+    )
+    external_id = models.CharField(max_length=200)
+    started_at = models.DateTimeField(default=timezone.now)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    summary_fact = models.ForeignKey(
+        "governance.Fact", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    resume_hint = models.TextField(blank=True)
+    # A hint the checks flagged when no summary came with it: never injected.
+    # (With a summary, the hint waits with the summary's review instead.)
+    resume_hint_held = models.BooleanField(default=False)
+    # R9's mode, fixed when the session's first retrieval computes it: later
+    # rounds reuse the cached block, so they must agree with it.
+    mode = models.CharField(max_length=16, blank=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "external_id"], name="session_external_id_unique")
+        ]
+        indexes = [models.Index(fields=["principal", "-started_at"], name="session_principal_idx")]
+
+    def __str__(self) -> str:
+        return self.external_id
 
 
 class SessionBlock(models.Model):

@@ -9,7 +9,8 @@ from django.utils import timezone
 
 from governance.models.facts import Fact, FactKind, SourceType
 from governance.models.history import append_only, tracked
-from governance.models.projects import Agent, Principal, Project, Session
+from governance.models.projects import Agent, Principal, Project
+from governance.models.sessions import Session
 
 
 class WriteStatus(models.TextChoices):

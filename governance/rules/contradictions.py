@@ -507,7 +507,7 @@ _INDENT_RE = _vocab_pattern(INDENTATION)
 
 def subject_of(prefix: str) -> str:
     """Whom a clause is about, from the words before its value: SELF or the third party named."""
-    words = re.findall(r"[\w'\-]+", prefix.casefold())
+    words: list[str] = re.findall(r"[\w'\-]+", prefix.casefold())
     for word in words:
         if word in _THIRD_PARTY:
             # "my sister", "our client", "the team": the relation names the subject.

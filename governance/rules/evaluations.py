@@ -245,7 +245,7 @@ def _build(kind: str, body: Any, where: str) -> Step:
             value = _tuple(value, f"{where}.{name}")
         values[name] = value
     try:
-        step = cls(**values)
+        step: Step = cls(**values)
     except TypeError as exc:
         raise ScenarioError(f"{where}: {exc}") from exc
     _check_step(step, where)

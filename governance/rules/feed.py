@@ -132,4 +132,4 @@ def next_wait(attempts: int) -> timedelta | None:
     """How long to wait after ``attempts`` failures; None once it is time to give up."""
     if attempts >= MAX_ATTEMPTS:
         return None
-    return min(FIRST_RETRY * (2 ** (attempts - 1)), LONGEST_WAIT)
+    return min(FIRST_RETRY * 2.0 ** (attempts - 1), LONGEST_WAIT)

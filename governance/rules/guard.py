@@ -51,7 +51,6 @@ from governance.rules.text import (
 )
 
 SEVERITIES: tuple[str, ...] = ("low", "medium", "high")
-OUTCOMES: tuple[str, ...] = ("active", "pending_review", "quarantined", "rejected")
 
 # Read-only so a project's tuning (a copy with overrides) can never leak into
 # every other project through the shared default.

@@ -30,6 +30,9 @@ from typing import Any
 from governance.rules import rendering
 from governance.rules.retrieval import Candidate
 
+# The kind of the background job that runs a replay (models.Job.kind).
+JOB_KIND = "policy_replay"
+
 # Reasons only a replay gives, beside R14's vocabulary:
 # - not_per_round: a later round (R12) of a kind the draft makes session-start
 #   memory; it would have been in the cached block, which the round cannot change;

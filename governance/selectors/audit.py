@@ -30,7 +30,7 @@ from governance.models import (
     Supersession,
     Write,
 )
-from governance.selectors.facts import HistoryRow, fact_history, supersession_chain
+from governance.selectors.facts import ChainLink, HistoryRow, fact_history, supersession_chain
 
 AUDIT = "audit"
 RETRIEVAL = "retrieval"
@@ -534,7 +534,7 @@ class TimelineEvent:
     detail: str = ""
     audit: AuditEntry | None = None
     history: HistoryRow | None = None
-    supersession: dict[str, Any] | None = None
+    supersession: ChainLink | None = None
     candidate: RetrievalCandidate | None = None
 
 
@@ -570,15 +570,15 @@ def fact_timeline(fact: Fact) -> FactTimeline:
     for row in fact_history(fact):
         events.append(TimelineEvent(at=row.at, kind="history", label=row.label, actor=row.actor, history=row))
     for link in supersession_chain(fact):
-        if fact.pk not in (link["old_fact"], link["new_fact"]):
+        if fact.pk not in (link.old_fact, link.new_fact):
             continue
         events.append(
             TimelineEvent(
-                at=datetime.fromisoformat(str(link["at"])),
+                at=link.at,
                 kind="supersession",
-                label=f"fact {link['old_fact']} → fact {link['new_fact']}",
-                actor=str(link["decided_by"]),
-                reason=str(link["reason"]),
+                label=f"fact {link.old_fact} → fact {link.new_fact}",
+                actor=link.decided_by,
+                reason=link.reason,
                 supersession=link,
             )
         )

@@ -6,50 +6,80 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.db import connection
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from governance.models import Agent, AuditEntry, Fact, Principal, Supersession, Write
+from governance.models import Agent, AuditEntry, Fact, Principal, Write
 
 CHAIN_LIMIT = 100
 
 
-def supersession_chain(fact: Fact) -> list[dict[str, object]]:
-    """The whole chain through this fact, oldest first, walked both ways (bounded)."""
-    older: list[Supersession] = []
-    current = fact.pk
-    seen = {current}
-    for _ in range(CHAIN_LIMIT):
-        link = Supersession.objects.filter(new_fact_id=current).order_by("-created_at").first()
-        if link is None or link.old_fact_id in seen:
-            break
-        older.append(link)
-        current = link.old_fact_id
-        seen.add(current)
-    newer: list[Supersession] = []
-    current = fact.pk
-    for _ in range(CHAIN_LIMIT):
-        link = Supersession.objects.filter(old_fact_id=current).order_by("created_at").first()
-        if link is None or link.new_fact_id in seen:
-            break
-        newer.append(link)
-        current = link.new_fact_id
-        seen.add(current)
-    links = [*reversed(older), *newer]
-    ids = {fact.pk} | {link.old_fact_id for link in links} | {link.new_fact_id for link in links}
-    statuses = dict(Fact.objects.filter(pk__in=ids).values_list("pk", "status"))
-    return [
-        {
-            "old_fact": link.old_fact_id,
-            "old_status": statuses.get(link.old_fact_id),
-            "new_fact": link.new_fact_id,
-            "new_status": statuses.get(link.new_fact_id),
-            "reason": link.reason,
-            "decided_by": link.decided_by,
-            "at": link.created_at.isoformat(),
-        }
-        for link in links
-    ]
+@dataclass(frozen=True)
+class ChainLink:
+    """One supersession of a chain: the old and new fact (ids and current statuses), why, who, when."""
+
+    old_fact: int
+    old_status: str
+    new_fact: int
+    new_status: str
+    reason: str
+    decided_by: str
+    at: datetime
+
+
+# Walked both ways from the fact in one statement. Each step follows one link
+# only: backwards the newest supersession that produced the current fact,
+# forwards the oldest that replaced it; a step that would revisit a fact
+# already seen (in either direction) ends that walk, and each walk stops after
+# CHAIN_LIMIT links. ``depth`` orders the result oldest first.
+_CHAIN_SQL = """
+WITH RECURSIVE
+older (link_id, fact_id, depth, seen) AS (
+    SELECT NULL::bigint, %(fact)s::bigint, 0, ARRAY[%(fact)s::bigint]
+    UNION ALL
+    SELECT link.id, link.old_fact_id, older.depth + 1, older.seen || link.old_fact_id
+    FROM older
+    CROSS JOIN LATERAL (
+        SELECT id, old_fact_id FROM governance_supersession
+        WHERE new_fact_id = older.fact_id
+        ORDER BY created_at DESC, id DESC
+        LIMIT 1
+    ) AS link
+    WHERE older.depth < %(limit)s AND link.old_fact_id <> ALL (older.seen)
+),
+newer (link_id, fact_id, depth, seen) AS (
+    SELECT NULL::bigint, %(fact)s::bigint, 0, (SELECT array_agg(fact_id) FROM older)
+    UNION ALL
+    SELECT link.id, link.new_fact_id, newer.depth + 1, newer.seen || link.new_fact_id
+    FROM newer
+    CROSS JOIN LATERAL (
+        SELECT id, new_fact_id FROM governance_supersession
+        WHERE old_fact_id = newer.fact_id
+        ORDER BY created_at, id
+        LIMIT 1
+    ) AS link
+    WHERE newer.depth < %(limit)s AND link.new_fact_id <> ALL (newer.seen)
+),
+chain (link_id, position) AS (
+    SELECT link_id, -depth FROM older WHERE link_id IS NOT NULL
+    UNION ALL
+    SELECT link_id, depth FROM newer WHERE link_id IS NOT NULL
+)
+SELECT s.old_fact_id, old_fact.status, s.new_fact_id, new_fact.status, s.reason, s.decided_by, s.created_at
+FROM chain
+JOIN governance_supersession AS s ON s.id = chain.link_id
+JOIN governance_fact AS old_fact ON old_fact.id = s.old_fact_id
+JOIN governance_fact AS new_fact ON new_fact.id = s.new_fact_id
+ORDER BY chain.position
+"""
+
+
+def supersession_chain(fact: Fact) -> list[ChainLink]:
+    """The whole chain through this fact, oldest first, walked both ways (bounded), in one query."""
+    with connection.cursor() as cursor:
+        cursor.execute(_CHAIN_SQL, {"fact": fact.pk, "limit": CHAIN_LIMIT})
+        return [ChainLink(*row) for row in cursor.fetchall()]
 
 
 def visible_to_agent(agent: Agent) -> QuerySet[Fact]:
@@ -82,9 +112,6 @@ def kept_for_review(fact: Fact) -> QuerySet[Write]:
 
 def active_memories(principal: Principal) -> QuerySet[Fact]:
     """Active, still-valid facts about the person (slots excluded: they are session state)."""
-    from django.db.models import Q
-    from django.utils import timezone
-
     now = timezone.now()
     return (
         Fact.objects.filter(principal=principal, status="active")
@@ -132,8 +159,8 @@ class ChainStep:
 
     fact_id: int
     fact: Fact | None
-    status: object
-    via: dict[str, object] | None
+    status: str
+    via: ChainLink | None
     current: bool
 
 
@@ -150,17 +177,25 @@ class FactPage:
 def fact_page(fact: Fact) -> FactPage:
     """Everything the fact page shows: provenance, timelines, chain, audit, writes."""
     links = supersession_chain(fact)
-    ids = {int(str(link["old_fact"])) for link in links} | {int(str(link["new_fact"])) for link in links}
+    ids = {link.old_fact for link in links} | {link.new_fact for link in links}
     chain_facts = Fact.objects.defer("embedding").in_bulk(ids)
     chain: list[ChainStep] = []
     for index, link in enumerate(links):
         if index == 0:
-            old_id = int(str(link["old_fact"]))
             chain.append(
-                ChainStep(old_id, chain_facts.get(old_id), link["old_status"], None, old_id == fact.pk)
+                ChainStep(
+                    link.old_fact,
+                    chain_facts.get(link.old_fact),
+                    link.old_status,
+                    None,
+                    link.old_fact == fact.pk,
+                )
             )
-        new_id = int(str(link["new_fact"]))
-        chain.append(ChainStep(new_id, chain_facts.get(new_id), link["new_status"], link, new_id == fact.pk))
+        chain.append(
+            ChainStep(
+                link.new_fact, chain_facts.get(link.new_fact), link.new_status, link, link.new_fact == fact.pk
+            )
+        )
     # The same entries as the fact's timeline: those about the fact itself and those that name
     # it (the write that proposed it, the decision that approved it), not only object_type "fact".
     from governance.selectors.audit import HistoryFilters, audit_entries

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-import logging
 from dataclasses import dataclass
 
 from django.db.models import Count, QuerySet
@@ -11,11 +9,7 @@ from django.db.models import Count, QuerySet
 from governance.models import Agent, ChangeApproval, Fact, Job, PolicyDraft, PolicyVersion, Project
 from governance.rules.policy import PolicySettings
 from governance.rules.policy_changes import FieldChange, diff_settings
-from governance.rules.relevance import ThresholdRow, choose_floor
-from governance.services.relevance import relevance_table
-from governance.services.replay import JOB_KIND
-
-logger = logging.getLogger(__name__)
+from governance.rules.replay import JOB_KIND
 
 
 def agents(projects: QuerySet[Project]) -> QuerySet[Agent]:
@@ -80,6 +74,30 @@ def job(projects: QuerySet[Project], job_id: object) -> QuerySet[Job]:
     )
 
 
+def replay_job(projects: QuerySet[Project], agent: Agent, job_id: object) -> QuerySet[Job]:
+    """One of this agent's replays, inside these projects."""
+    return job(projects, job_id).filter(agent=agent, kind=JOB_KIND)
+
+
+def versions(agent: Agent) -> QuerySet[PolicyVersion]:
+    """Every policy version of the agent, newest first, with who made it and what it rolled back."""
+    return (
+        PolicyVersion.objects.filter(agent=agent)
+        .select_related("created_by", "rolled_back_from")
+        .order_by("-version")
+    )
+
+
+def version(agent: Agent, number: int) -> PolicyVersion | None:
+    """The agent's policy version with this number, if there is one."""
+    return agent.policy_versions.filter(version=number).first()
+
+
+def approvals(projects: QuerySet[Project]) -> QuerySet[ChangeApproval]:
+    """Changes asked of a second administrator, in these projects (another project's is a 404)."""
+    return ChangeApproval.objects.filter(project__in=projects)
+
+
 def facts_for_rows(fact_ids: set[int]) -> dict[int, Fact]:
     """The facts a replay's changed-events table names, with today's statement.
 
@@ -97,26 +115,3 @@ def pending_approvals(project_ids: list[int]) -> list[ChangeApproval]:
         .select_related("project", "agent", "requested_by")
         .order_by("requested_at", "id")
     )
-
-
-@dataclass(frozen=True)
-class RelevanceTradeoff:
-    """Recall and precision per relevance floor on the shipped labelled set (docs/relevance.md)."""
-
-    rows: tuple[ThresholdRow, ...]
-    recommended: float
-
-
-@functools.lru_cache(maxsize=1)
-def relevance_tradeoff() -> RelevanceTradeoff | None:
-    """Computed once per process: the labelled set and the embedder do not change while it runs.
-
-    None when the embedder cannot be reached (an HTTP provider that is down):
-    the policy editor then says so instead of failing.
-    """
-    try:
-        rows = relevance_table()
-    except Exception:  # the provider's own errors vary; the page must still render
-        logger.exception("Could not compute the relevance table for the policy editor.")
-        return None
-    return RelevanceTradeoff(rows=rows, recommended=choose_floor(rows).threshold)

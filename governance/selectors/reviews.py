@@ -228,6 +228,15 @@ def statement_segments(statement: str, findings: list[FindingView]) -> list[guar
     return guard.display_segments(statement, spans)
 
 
+def queue_write(write_id: int) -> Write:
+    """One write as a queue item shows it: its project, agent, person, session and facts."""
+    return (
+        Write.objects.select_related("project", "agent", "principal", "session", "fact", "conflicts_with")
+        .defer("fact__embedding", "conflicts_with__embedding")
+        .get(pk=write_id)
+    )
+
+
 def review_items(writes: list[Write]) -> list[ReviewItem]:
     """Everything the queue shows per write, batched for the page."""
     targets = _supersede_targets(writes)

@@ -20,6 +20,13 @@ from governance.models import AuditEntry, Project
 from governance.services import feed
 
 GENESIS = "0" * 64
+# pg_advisory_xact_lock(namespace, project id) serialises the writers of one
+# project's chain. The namespace is an arbitrary constant that only has to
+# differ from the other advisory locks' first key (services/replay.py); the
+# database function governance_open_erasure (migration 0024_a_database_guards)
+# writes audit entries too and takes the same lock with this number spelled
+# out, so the two must never drift (tests/governance/services/test_audit.py).
+AUDIT_CHAIN_LOCK_NAMESPACE = 8_675_309
 
 
 def entry_digest(entry: AuditEntry) -> str:
@@ -84,7 +91,9 @@ def next_entry(
     # One writer at a time per project's chain: the advisory lock lasts until
     # the transaction ends, so the next entry sees this one as its predecessor.
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [8_675_309, project.pk if project else 0])
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(%s, %s)", [AUDIT_CHAIN_LOCK_NAMESPACE, project.pk if project else 0]
+        )
     with rls.every_project():
         last = (
             AuditEntry.objects.filter(project=project)

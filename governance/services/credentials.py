@@ -17,7 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from governance.models import Agent, AgentKey, PersonalAccessToken
-from governance.models.projects import Credential, KeyScope
+from governance.models.credentials import Credential, KeyScope
 from governance.services import audit
 
 AGENT_KEY_PREFIX = "mak"

@@ -53,8 +53,7 @@ from governance.rules import erasure as rules
 from governance.rules.text import statement_fingerprint
 from governance.selectors import erasures as selectors
 from governance.services import audit, checkpoints, session_blocks
-from governance.services.facts import _quoted_forms
-from governance.services.history import erase_rows, open_erasure
+from governance.services.history import erase_rows, open_erasure, quoted_forms
 
 logger = logging.getLogger(__name__)
 
@@ -228,7 +227,7 @@ def erase_fact_batch(job_id: UUID, batch_size: int = BATCH) -> int:
         .values("pk", "kind", "statement", "fingerprint")
     )
     key = settings.TOMBSTONE_KEY.encode()
-    forms = sorted({form for f in facts for form in _quoted_forms(f["statement"])}, key=len, reverse=True)
+    forms = sorted({form for f in facts for form in quoted_forms(f["statement"])}, key=len, reverse=True)
     seals = _redact_retrievals_of(ids, forms)
     tombstoned = set(Tombstone.objects.filter(fact_id__in=ids).values_list("fact_id", flat=True))
     actor = str(job.params.get("actor", ""))
@@ -510,7 +509,7 @@ def finish_erasure(job_id: UUID) -> Job:
 
 def _redact_person_retrievals(principal_id: int, hints: list[str]) -> dict[int, str]:
     """Every stored retrieval for the person: the question asked, their section, their resume hint."""
-    forms = sorted({form for hint in hints for form in _quoted_forms(hint)}, key=len, reverse=True)
+    forms = sorted({form for hint in hints for form in quoted_forms(hint)}, key=len, reverse=True)
     contexts: dict[int, str] = {}
     queries: dict[int, str] = {}
     events = RetrievalEvent.objects.filter(principal_id=principal_id).values_list("pk", "query", "context")

@@ -26,6 +26,7 @@ from django.utils import timezone
 from governance.models import AuditEntry, FeedDelivery, FeedEvent, Project, WebhookEndpoint
 from governance.models.feed import DeliveryStatus
 from governance.rules import feed as feed_rules
+from governance.services import audit
 
 logger = logging.getLogger(__name__)
 
@@ -124,8 +125,6 @@ def create_endpoint(
     project: Project, url: str, *, event_types: list[str], description: str, user: Any
 ) -> tuple[WebhookEndpoint, str]:
     """A new webhook; returns it with its signing secret (shown once)."""
-    from governance.services import audit
-
     unknown = sorted(set(event_types) - set(feed_rules.EVENT_TYPES))
     if unknown:
         raise ValueError(f"Unknown event types: {', '.join(unknown)}.")
@@ -150,8 +149,6 @@ def create_endpoint(
 
 
 def disable_endpoint(endpoint: WebhookEndpoint, *, user: Any, reason: str) -> WebhookEndpoint:
-    from governance.services import audit
-
     with transaction.atomic():
         locked = WebhookEndpoint.objects.select_for_update().get(pk=endpoint.pk)
         if locked.disabled_at is None:

@@ -8,6 +8,7 @@ embeds facts and queries, so the table is true for the model in use.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -18,6 +19,8 @@ import yaml
 from governance.embeddings import EmbeddingProvider, get_provider
 from governance.rules.relevance import DEFAULT_THRESHOLDS, ScoredPair, ThresholdRow, choose_floor, tradeoff
 from governance.rules.retrieval import cosine
+
+logger = logging.getLogger(__name__)
 
 LABELLED_SET = Path(__file__).resolve().parent.parent / "data" / "relevance_set.yaml"
 
@@ -69,3 +72,26 @@ def relevance_table(
 def recommended_floor(provider: EmbeddingProvider | None = None) -> ThresholdRow:
     """The floor the labelled set recommends for the embedder in use (best F1)."""
     return choose_floor(relevance_table(provider=provider))
+
+
+@dataclass(frozen=True)
+class RelevanceTradeoff:
+    """Recall and precision per relevance floor on the shipped labelled set (docs/relevance.md)."""
+
+    rows: tuple[ThresholdRow, ...]
+    recommended: float
+
+
+@lru_cache(maxsize=1)
+def relevance_tradeoff() -> RelevanceTradeoff | None:
+    """Computed once per process: the labelled set and the embedder do not change while it runs.
+
+    None when the embedder cannot be reached (an HTTP provider that is down):
+    the policy editor then says so instead of failing.
+    """
+    try:
+        rows = relevance_table()
+    except Exception:  # the provider's own errors vary; the page must still render
+        logger.exception("Could not compute the relevance table for the policy editor.")
+        return None
+    return RelevanceTradeoff(rows=rows, recommended=choose_floor(rows).threshold)

@@ -62,7 +62,6 @@ from governance.services import audit
 
 logger = logging.getLogger(__name__)
 
-JOB_KIND = "policy_replay"
 MAX_EVENTS = 10_000
 CHUNK_SIZE = 200
 # Progress is written every few events or every half second, whichever
@@ -145,7 +144,7 @@ def _check_replay_capacity(project_id: int) -> None:
     limit: int = settings.MAX_CONCURRENT_REPLAYS_PER_PROJECT
     active = Job.objects.filter(
         project_id=project_id,
-        kind=JOB_KIND,
+        kind=rules.JOB_KIND,
         status__in=[JobStatus.QUEUED, JobStatus.RUNNING],
         created_at__gte=timezone.now() - REPLAY_STALE_AFTER,
     ).count()
@@ -169,7 +168,7 @@ def start_replay(agent: Agent, events: int, *, user: Any = None) -> Job:
     assert agent.active_policy is not None, "every agent has an active policy version"
     _check_replay_capacity(agent.project_id)
     job = Job.objects.create(
-        kind=JOB_KIND,
+        kind=rules.JOB_KIND,
         project=agent.project,
         agent=agent,
         created_by=user if getattr(user, "pk", None) else None,
@@ -215,7 +214,7 @@ def run(job_id: str | UUID) -> bool:
     Outside any transaction on purpose: each progress write commits at once,
     so people polling the job see it move.
     """
-    job = Job.objects.filter(pk=job_id, kind=JOB_KIND).select_related("agent").first()
+    job = Job.objects.filter(pk=job_id, kind=rules.JOB_KIND).select_related("agent").first()
     if job is None or job.is_finished or job.agent is None:
         return False
     # Claimed only if nobody cancelled it meanwhile; a redelivered task (worker

@@ -15,7 +15,8 @@ from governance.rules.text import statement_fingerprint
 from governance.rules.tokens import count_tokens
 from governance.selectors.erasures import pseudonym_of
 from governance.services import audit, conflicts, session_blocks
-from governance.services.facts import enqueue_embedding, statement_digest, supersede_fact, without_quotes
+from governance.services.facts import enqueue_embedding, statement_digest, supersede_fact
+from governance.services.history import without_quotes
 from governance.services.writes import TOMBSTONE_VALUE_MATCHES, fingerprint_key
 
 REVIEWABLE = ("pending_review", "quarantined")

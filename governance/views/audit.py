@@ -51,6 +51,7 @@ class HistoryFilterForm(forms.Form):
 
     def __init__(self, *args: Any, projects: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        # Form.fields is typed as Field in the stubs; this one is a ChoiceField.
         self.fields["project"].choices = [("", "all"), *((slug, slug) for slug in projects)]  # type: ignore[attr-defined]
 
     def clean_cursor(self) -> selectors.Cursor | None:

@@ -10,8 +10,6 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-SERIES_CLASSES = ("before", "after")
-
 
 @dataclass(frozen=True)
 class Bar:

@@ -78,6 +78,7 @@ def _page(
             request, FeedDelivery.objects.select_related("event", "endpoint__project"), "endpoint__project"
         ).order_by("-pk")[:LOG_ROWS]
     )
+    # Display-only attributes for the template, which the models do not declare.
     for endpoint in endpoints:
         endpoint.event_labels = [EVENT_LABELS.get(t, t) for t in endpoint.event_types]  # type: ignore[attr-defined]
     for delivery in deliveries:

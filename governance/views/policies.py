@@ -36,6 +36,7 @@ from governance.rules.policy_changes import FieldChange, diff_settings
 from governance.rules.retrieval import REASONS
 from governance.selectors import policies as selectors
 from governance.services import policies as policy_service
+from governance.services import relevance
 from governance.services import replay as replay_service
 from governance.views.base import check, console_view, scoped
 from governance.views.charts import grouped_bars
@@ -268,7 +269,7 @@ def _workspace(
         "replay_form": replay_form or ReplayForm(),
         "can_edit": editable,
         "saved": saved,
-        "relevance": selectors.relevance_tradeoff(),
+        "relevance": relevance.relevance_tradeoff(),
         "relevance_floor": (draft.policy if draft else active).min_relevance,
     }
 
@@ -344,9 +345,7 @@ def _approvals_context(request: HttpRequest, projects: Any) -> dict[str, Any]:
 @require_POST
 @console_view(write_roles=access.ADMIN_ROLES)
 def decide_approval(request: HttpRequest, approval_id: int) -> HttpResponse:
-    approval = get_object_or_404(
-        ChangeApproval.objects.filter(project__in=access.projects_of(request.user)), pk=approval_id
-    )
+    approval = get_object_or_404(selectors.approvals(access.projects_of(request.user)), pk=approval_id)
     check(request, approval.project_id)
     reason = (request.POST.get("reason") or "").strip()
     try:
@@ -527,11 +526,7 @@ def start_replay(request: HttpRequest, project: str, agent: str) -> HttpResponse
 
 
 def _job(request: HttpRequest, agent: Agent, job_id: UUID) -> Job:
-    return get_object_or_404(
-        selectors.job(access.projects_of(request.user), job_id).filter(
-            agent=agent, kind=replay_service.JOB_KIND
-        )
-    )
+    return get_object_or_404(selectors.replay_job(access.projects_of(request.user), agent, job_id))
 
 
 @console_view()
@@ -577,7 +572,7 @@ def _replay_context(request: HttpRequest, agent: Agent, job: Job) -> dict[str, A
     draft = job.params.get("draft")
     if draft:
         active = job.params.get("active_version")
-        base = agent.policy_versions.filter(version=active).first()
+        base = selectors.version(agent, active)
         changes = diff_settings(base.policy if base else PolicySettings(), PolicySettings.from_dict(draft))
         context["changes"] = change_rows(changes)
         # Replays keep each retrieval's recorded session mode (services.replay), so say so.

@@ -49,6 +49,7 @@ class LogFilterForm(forms.Form):
 
     def __init__(self, *args: Any, agents: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        # Form.fields is typed as Field in the stubs; this one is a ChoiceField.
         self.fields["agent"].choices = [_ANY, *((slug, slug) for slug in agents)]  # type: ignore[attr-defined]
 
     def clean_cursor(self) -> selectors.Cursor | None:
@@ -142,11 +143,6 @@ def detail(request: HttpRequest, event_id: int) -> HttpResponse:
             "selected_count": sum(1 for c in candidates if c.decision == "selected"),
         },
     )
-
-
-def _principal_url(principal: Principal, agent_slug: str | None) -> str:
-    url = reverse("retrievals:principal", args=[principal.project.slug, principal.external_id])
-    return _with_query(url, {"agent": agent_slug})
 
 
 @console_view()

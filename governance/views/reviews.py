@@ -83,6 +83,7 @@ class BulkDecisionForm(forms.Form):
     def __init__(self, *args: Any, writes: QuerySet[Write], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # Ids outside the user's projects are invalid choices (nothing is decided), never a leak.
+        # (Form.fields is typed as Field in the stubs; this one is a ModelMultipleChoiceField.)
         self.fields["write"].queryset = writes  # type: ignore[attr-defined]
 
 
@@ -106,6 +107,7 @@ class QueueFilterForm(forms.Form):
 
     def __init__(self, *args: Any, choices: review_selectors.QueueFilterChoices, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        # Form.fields is typed as Field in the stubs; these two are ChoiceFields.
         self.fields["project"].choices = [_ANY, *((p, p) for p in choices.projects)]  # type: ignore[attr-defined]
         self.fields["agent"].choices = [_ANY, *((a, a) for a in choices.agents)]  # type: ignore[attr-defined]
 
@@ -268,7 +270,7 @@ def _invalid(
     request: HttpRequest, write: Write, form: DecisionForm, status: str, *, code: int = 400
 ) -> HttpResponse:
     if _is_htmx(request):
-        [item] = review_selectors.review_items([_queue_write(write.pk)])
+        [item] = review_selectors.review_items([review_selectors.queue_write(write.pk)])
         item.form = form
         item.can_decide = True  # the view checked the role before validating the form
         query = request.META.get("QUERY_STRING", "")
@@ -276,17 +278,9 @@ def _invalid(
             request, [("item", {"item": item, "status": status, "queue_query": query})], status=code
         )
     context = _queue_context(
-        request, status=status, errors={write.pk: form}, extra_writes=[_queue_write(write.pk)]
+        request, status=status, errors={write.pk: form}, extra_writes=[review_selectors.queue_write(write.pk)]
     )
     return render(request, TEMPLATE, context, status=code)
-
-
-def _queue_write(write_id: int) -> Write:
-    return (
-        Write.objects.select_related("project", "agent", "principal", "session", "fact", "conflicts_with")
-        .defer("fact__embedding", "conflicts_with__embedding")
-        .get(pk=write_id)
-    )
 
 
 @require_POST

@@ -12,7 +12,9 @@ set-up here uses the superuser.
 
 from typing import Any
 
+import psycopg
 from django.db.backends.postgresql import base, creation
+from psycopg import sql
 
 from memoryadmin import embedded_db
 
@@ -25,9 +27,6 @@ class DatabaseCreation(creation.DatabaseCreation):
     """
 
     def _create_test_db(self, verbosity: int, autoclobber: bool, keepdb: bool = False) -> str:
-        import psycopg
-        from psycopg import sql
-
         name = self._get_test_db_name()  # type: ignore[attr-defined]  # Django's, missing from the stubs
         host = embedded_db.socket_dir(embedded_db.ensure_server())
         if not keepdb:
@@ -37,9 +36,6 @@ class DatabaseCreation(creation.DatabaseCreation):
         return name
 
     def _destroy_test_db(self, test_database_name: str, verbosity: int) -> None:
-        import psycopg
-        from psycopg import sql
-
         self.connection.close_pool()
         host = embedded_db.socket_dir(embedded_db.ensure_server())
         with psycopg.connect(host=host, user="postgres", dbname="postgres", autocommit=True) as conn:

@@ -321,6 +321,7 @@ def test_listings_and_exports_show_project_a_nothing_of_project_b(client, world)
         if response.status_code == 405:
             continue
         assert response.status_code == 200, f"{route.name}: {response.status_code}"
+        # streaming_content exists only on a streamed response, which response.streaming tells.
         body = b"".join(response.streaming_content) if response.streaming else response.content  # type: ignore[attr-defined]
         assert SECRET.encode() not in body, f"{route.name} shows project B's memory to project A"
         assert b"Carol lives in Oslo" not in body, f"{route.name} shows project B's memory to project A"

@@ -203,10 +203,12 @@ def test_without_the_project_set_the_application_sees_no_memory(two_projects: tu
     ours, _ = two_projects
     tables = ("governance_fact", "governance_write", "governance_retrievalevent", "governance_auditentry")
     with psycopg.connect(**connection_params(one("SELECT current_user")), autocommit=True) as conn:
+        # count(*) always answers one row; fetchone() is typed as possibly None.
         unset = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables}  # type: ignore[index]
         conn.execute("SELECT set_config('memoryadmin.projects', %s, false)", [str(ours.project_id)])
         mine = conn.execute("SELECT id FROM governance_fact").fetchall()
         conn.execute("SET memoryadmin.projects = 'all'")
+        # count(*) always answers one row; fetchone() is typed as possibly None.
         every = conn.execute("SELECT count(*) FROM governance_fact").fetchone()[0]  # type: ignore[index]
 
     assert unset == dict.fromkeys(tables, 0)

@@ -160,21 +160,24 @@ def test_a_project_admin_manages_roles_in_the_console(client, project, reviewer)
     newcomer = make_user("ned", None)
     client.force_login(admin)
 
-    page = client.get(reverse("keys:list")).content.decode()
+    page = client.get(reverse("credentials:list")).content.decode()
     assert 'data-member="riley"' in page
 
-    grant_url = reverse("keys:member_grant", args=[project.slug])
+    grant_url = reverse("credentials:member_grant", args=[project.slug])
     body = {f"grant-{project.pk}-username": "ned", f"grant-{project.pk}-role": "policy_editor"}
     assert client.post(grant_url, body).status_code == 302
     assert access.role_in(newcomer, project) == Role.POLICY_EDITOR
 
     membership = Membership.objects.get(user=reviewer)
     assert (
-        client.post(reverse("keys:member_role", args=[membership.pk]), {"role": "auditor"}).status_code == 302
+        client.post(reverse("credentials:member_role", args=[membership.pk]), {"role": "auditor"}).status_code
+        == 302
     )
     assert Membership.objects.get(pk=membership.pk).role == Role.AUDITOR
     assert (
-        client.post(reverse("keys:member_remove", args=[membership.pk]), {"reason": "left"}).status_code
+        client.post(
+            reverse("credentials:member_remove", args=[membership.pk]), {"reason": "left"}
+        ).status_code
         == 302
     )
     assert not Membership.objects.filter(pk=membership.pk).exists()
@@ -186,10 +189,11 @@ def test_only_a_project_admin_manages_roles(client, project, reviewer, auditor):
     client.force_login(reviewer)
     membership = Membership.objects.get(user=auditor)
     assert (
-        client.post(reverse("keys:member_role", args=[membership.pk]), {"role": "admin"}).status_code == 403
+        client.post(reverse("credentials:member_role", args=[membership.pk]), {"role": "admin"}).status_code
+        == 403
     )
     assert Membership.objects.get(pk=membership.pk).role == Role.AUDITOR
-    assert 'id="members"' not in client.get(reverse("keys:list")).content.decode()
+    assert 'id="members"' not in client.get(reverse("credentials:list")).content.decode()
 
 
 # --- create_user_token ---------------------------------------------------------------------
@@ -247,7 +251,9 @@ def test_an_auditor_revokes_their_own_token(client, auditor):
     client.force_login(auditor)
 
     assert (
-        client.post(reverse("keys:token_revoke", args=[token.pk]), {"reason": "lost laptop"}).status_code
+        client.post(
+            reverse("credentials:token_revoke", args=[token.pk]), {"reason": "lost laptop"}
+        ).status_code
         == 302
     )
     assert api.get("/api/v1/admin/audit").status_code == 401
@@ -261,15 +267,17 @@ def test_a_project_admin_revokes_a_members_token_but_not_an_outsiders(client, pr
         outsider_token, _ = credentials.create_access_token(outsider)
     client.force_login(admin)
 
-    assert member_token.prefix in client.get(reverse("keys:list")).content.decode()
-    url = reverse("keys:token_revoke", args=[member_token.pk])
+    assert member_token.prefix in client.get(reverse("credentials:list")).content.decode()
+    url = reverse("credentials:token_revoke", args=[member_token.pk])
     assert client.post(url, {"reason": "left the team"}).status_code == 302
     assert PersonalAccessToken.objects.get(pk=member_token.pk).revoked_at is not None
     entry = AuditEntry.objects.get(action="access_token.revoked", project=project)
     assert entry.actor == "user:ada" and entry.data["user"] == "riley"
 
     assert (
-        client.post(reverse("keys:token_revoke", args=[outsider_token.pk]), {"reason": "x"}).status_code
+        client.post(
+            reverse("credentials:token_revoke", args=[outsider_token.pk]), {"reason": "x"}
+        ).status_code
         == 404
     )
     assert PersonalAccessToken.objects.get(pk=outsider_token.pk).revoked_at is None

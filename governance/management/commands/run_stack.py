@@ -28,10 +28,12 @@ from types import FrameType
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection
 
+from governance.management.commands.load_demo import DEMO_PASSWORD, DEMO_USERS
 from memoryadmin import embedded_db, local_secrets
 
 STOP_GRACE_SECONDS = 15
@@ -196,16 +198,10 @@ class Command(BaseCommand):
         self.stdout.write("Stopped.")
 
     def _demo_users_exist(self) -> bool:
-        from django.contrib.auth import get_user_model
-
-        from governance.management.commands.load_demo import DEMO_USERS
-
         names = [username for username, _ in DEMO_USERS]
         return get_user_model()._default_manager.filter(username__in=names).exists()
 
     def _announce(self, host: str, port: int, *, demo_logins: bool, note: str) -> None:
-        from governance.management.commands.load_demo import DEMO_PASSWORD, DEMO_USERS
-
         shown = "127.0.0.1" if host in {"0.0.0.0", "::"} else host
         lines = ["", f"Console:  http://{shown}:{port}/", f"API docs: http://{shown}:{port}/api/docs/"]
         if demo_logins:

@@ -325,6 +325,7 @@ def broker_down():
     app.amqp._producer_pool = None  # type: ignore[attr-defined]
     yield
     app.conf.broker_url, app.conf.broker_transport_options = saved
+    # Private attributes again, as above: no public way to drop the pools.
     app._pool = None  # type: ignore[attr-defined]
     app.amqp._producer_pool = None  # type: ignore[attr-defined]
     app.conf.task_always_eager = True

@@ -204,6 +204,7 @@ def test_streamable_http_needs_an_agent_key_and_uses_the_callers(
             except httpx.TransportError:
                 time.sleep(0.3)
         else:
+            # Started with stderr=PIPE, so stderr is never None here.
             pytest.fail("the MCP server did not start: " + server.stderr.read1().decode())  # type: ignore[union-attr]
         assert anonymous.status_code == 401
         assert (

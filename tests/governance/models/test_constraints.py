@@ -77,5 +77,5 @@ def test_fact_history_records_actor_of_the_change(project):
 
     with pghistory.context(actor="user:riley"):
         fact = FactFactory(project=project)
-    event = Fact.pgh_event_model.objects.get(pgh_obj=fact)  # type: ignore[attr-defined]
+    event = Fact.pgh_event_model.objects.get(pgh_obj=fact)  # type: ignore[attr-defined]  # added by pghistory
     assert event.pgh_context["actor"] == "user:riley"

@@ -52,6 +52,7 @@ def proposal(
 
 
 def run(p: WriteProposal, **context: object) -> GuardResult:
+    # The tests pass GuardContext fields by name; their types are the tests' business.
     ctx = GuardContext(source_caps=DEFAULT_SOURCE_CAPS, fingerprint_key=KEY, **context)  # type: ignore[arg-type]
     return check_write(p, ctx, auto_approve_min_authority=AUTO_APPROVE)
 
@@ -199,6 +200,7 @@ def test_source_ref_and_key_are_checked_and_the_finding_says_which_field(
     field: str, value: str, check: str
 ) -> None:
     kwargs = {field: value}
+    # One named field of the proposal, parametrised as text.
     result = run(proposal("Prefers window seats.", "user_statement", **kwargs))  # type: ignore[arg-type]
     assert result.outcome == "quarantined"
     [finding] = [f for f in result.findings if f.field == field]

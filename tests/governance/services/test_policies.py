@@ -202,13 +202,13 @@ def test_two_simultaneous_publishes_make_one_version(project, monkeypatch):
     quinn = make_user("quinn", "policy_editor", project)
     policies.save_draft(bot, {"confirm_days": 10}, user=pat)
     # Hold the first publisher inside its transaction so the second arrives while the agent is locked.
-    real_record = policies.audit.record
+    real_record = audit.record
 
     def slow_record(*args, **kwargs):
         time.sleep(0.3)
         return real_record(*args, **kwargs)
 
-    monkeypatch.setattr(policies.audit, "record", slow_record)
+    monkeypatch.setattr(audit, "record", slow_record)
     barrier = threading.Barrier(2)
     outcomes: list[str] = []
 

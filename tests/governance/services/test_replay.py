@@ -18,6 +18,7 @@ from django.utils import timezone
 from governance.models import Job, RetrievalCandidate, RetrievalEvent
 from governance.models.jobs import JobStatus
 from governance.rules import replay as replay_rules
+from governance.rules import retrieval
 from governance.rules.rendering import CONFIRM_LINE, PRINCIPAL_HEADING, PRIORITY, RESUME_LINE
 from governance.rules.tokens import count_tokens
 from governance.services import policies, replay
@@ -196,7 +197,7 @@ def test_a_failing_replay_is_recorded_on_the_job(project, support_bot, monkeypat
     def broken(*args, **kwargs):
         raise ValueError("tokenizer exploded")
 
-    monkeypatch.setattr(replay.retrieval, "plan_retrieval", broken)
+    monkeypatch.setattr(retrieval, "plan_retrieval", broken)
     editor = make_user("pat", "policy_editor", project)
     policies.save_draft(support_bot.agent, {"confirm_days": 10}, user=editor)
     job = replay.start_replay(support_bot.agent, 5, user=editor)

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 
 from governance.models import AuditEntry, Fact, ReviewDecision, Supersession
-from governance.services import reviews
+from governance.services import audit, reviews
 from governance.services.reviews import AlreadyDecided, Decision, InvalidDecision
 from tests.governance.review_helpers import PENDING, QUARANTINED, propose
 from tests.personas import make_user
@@ -131,13 +131,13 @@ def test_two_simultaneous_decisions_produce_exactly_one(project, support_bot, mo
     write = propose(support_bot, PENDING)
     # Hold the winner inside its transaction for a moment, so the other
     # reviewer's decision certainly arrives while the row is locked.
-    real_record = reviews.audit.record
+    real_record = audit.record
 
     def slow_record(*args, **kwargs):
         time.sleep(0.3)
         return real_record(*args, **kwargs)
 
-    monkeypatch.setattr(reviews.audit, "record", slow_record)
+    monkeypatch.setattr(audit, "record", slow_record)
     barrier = threading.Barrier(2)
     outcomes: dict[str, str] = {}
     losers: list[AlreadyDecided] = []

@@ -47,14 +47,14 @@ def bearer(secret: str) -> APIClient:
 
 
 def test_urls_are_named():
-    assert reverse("keys:list") == "/credentials/"
-    assert reverse("keys:key_revoke", args=[3]) == "/credentials/agent-keys/3/revoke"
-    assert reverse("keys:token_revoke", args=[3]) == "/credentials/tokens/3/revoke"
+    assert reverse("credentials:list") == "/credentials/"
+    assert reverse("credentials:key_revoke", args=[3]) == "/credentials/agent-keys/3/revoke"
+    assert reverse("credentials:token_revoke", args=[3]) == "/credentials/tokens/3/revoke"
 
 
 def test_admin_creates_an_agent_key_shown_once_that_works(ada, support_bot):
     response = ada.post(
-        reverse("keys:key_create"),
+        reverse("credentials:key_create"),
         {"agent": support_bot.agent.pk, "name": "staging", "scopes": ["read", "write", "forget"]},
     )
 
@@ -65,27 +65,28 @@ def test_admin_creates_an_agent_key_shown_once_that_works(ada, support_bot):
     assert secret.startswith(f"mak_{key.prefix}_") and key.digest not in response.content.decode()
     assert bearer(secret).get("/api/v1/principals/nobody/memories").status_code == 404  # authenticated
     # Shown once: the list afterwards has the prefix, never the secret.
-    listing = ada.get(reverse("keys:list")).content.decode()
+    listing = ada.get(reverse("credentials:list")).content.decode()
     assert key.prefix in listing and secret not in listing
     entry = AuditEntry.objects.get(action="agent_key.created", object_id=str(key.pk))
     assert entry.data["prefix"] == key.prefix
 
 
 def test_admin_chooses_a_keys_scopes_and_the_list_shows_them(ada, support_bot):
-    form = ada.get(reverse("keys:list")).content.decode()
+    form = ada.get(reverse("credentials:list")).content.decode()
     for scope in ("read", "write", "forget"):
         # Every scope is offered, and checked until the admin narrows it.
         assert re.search(rf'<input type="checkbox" name="scopes" value="{scope}"[^>]* checked>', form), scope
 
     response = ada.post(
-        reverse("keys:key_create"), {"agent": support_bot.agent.pk, "name": "reader", "scopes": ["read"]}
+        reverse("credentials:key_create"),
+        {"agent": support_bot.agent.pk, "name": "reader", "scopes": ["read"]},
     )
     assert response.status_code == 201
     key = AgentKey.objects.get(name="reader")
     assert key.scopes == ["read"]
     assert "Scopes: read." in response.content.decode()
     assert '<td class="key-scopes">read</td>' in key_row(
-        ada.get(reverse("keys:list")).content.decode(), key.prefix
+        ada.get(reverse("credentials:list")).content.decode(), key.prefix
     )
     withdrawn = bearer(secret_in(response.content.decode())).post(
         "/api/v1/facts/1/withdraw", {"reason": "asked", "principal": "alice"}, format="json"
@@ -94,7 +95,7 @@ def test_admin_chooses_a_keys_scopes_and_the_list_shows_them(ada, support_bot):
 
 
 def test_a_key_without_any_scope_is_not_created(ada, support_bot):
-    response = ada.post(reverse("keys:key_create"), {"agent": support_bot.agent.pk, "name": "useless"})
+    response = ada.post(reverse("credentials:key_create"), {"agent": support_bot.agent.pk, "name": "useless"})
     assert response.status_code == 400
     assert "Choose at least one thing the key may do." in response.content.decode()
     assert not AgentKey.objects.filter(name="useless").exists()
@@ -102,13 +103,13 @@ def test_a_key_without_any_scope_is_not_created(ada, support_bot):
 
 def test_list_shows_prefix_created_and_last_used(ada, support_bot):
     key = AgentKey.objects.get(agent=support_bot.agent)
-    html = ada.get(reverse("keys:list")).content.decode()
+    html = ada.get(reverse("credentials:list")).content.decode()
     row = key_row(html, key.prefix)
     assert "never" in row and "active" in row
 
     support_bot.client.get("/api/v1/principals/nobody/memories")
 
-    html = ada.get(reverse("keys:list")).content.decode()
+    html = ada.get(reverse("credentials:list")).content.decode()
     row = key_row(html, key.prefix)
     key.refresh_from_db()
     assert key.last_used_at is not None and key.last_used_at.strftime("%Y-%m-%d %H:%M") in row
@@ -118,7 +119,7 @@ def test_revoking_a_key_fails_its_next_call(ada, support_bot):
     key = AgentKey.objects.get(agent=support_bot.agent)
     assert support_bot.client.get("/api/v1/principals/nobody/memories").status_code == 404
 
-    response = ada.post(reverse("keys:key_revoke", args=[key.pk]), {"reason": "leaked in a log"})
+    response = ada.post(reverse("credentials:key_revoke", args=[key.pk]), {"reason": "leaked in a log"})
 
     assert response.status_code == 302
     assert support_bot.client.get("/api/v1/principals/nobody/memories").status_code == 401
@@ -127,12 +128,12 @@ def test_revoking_a_key_fails_its_next_call(ada, support_bot):
     assert (
         AuditEntry.objects.get(action="agent_key.revoked", object_id=str(key.pk)).reason == "leaked in a log"
     )
-    assert "revoked" in ada.get(reverse("keys:list")).content.decode()
+    assert "revoked" in ada.get(reverse("credentials:list")).content.decode()
 
 
 def test_revoking_needs_a_reason(ada, support_bot):
     key = AgentKey.objects.get(agent=support_bot.agent)
-    ada.post(reverse("keys:key_revoke", args=[key.pk]), {"reason": "  "})
+    ada.post(reverse("credentials:key_revoke", args=[key.pk]), {"reason": "  "})
     key.refresh_from_db()
     assert key.revoked_at is None
 
@@ -141,9 +142,9 @@ def test_agent_keys_need_the_admin_role(client, reviewer, support_bot):
     client.force_login(reviewer)
     key = AgentKey.objects.get(agent=support_bot.agent)
 
-    assert client.get(reverse("keys:list")).status_code == 200
-    assert client.post(reverse("keys:key_create"), {"agent": support_bot.agent.pk}).status_code == 403
-    assert client.post(reverse("keys:key_revoke", args=[key.pk]), {"reason": "x"}).status_code == 403
+    assert client.get(reverse("credentials:list")).status_code == 200
+    assert client.post(reverse("credentials:key_create"), {"agent": support_bot.agent.pk}).status_code == 403
+    assert client.post(reverse("credentials:key_revoke", args=[key.pk]), {"reason": "x"}).status_code == 403
     key.refresh_from_db()
     assert key.revoked_at is None and AgentKey.objects.count() == 1
 
@@ -152,29 +153,29 @@ def test_another_projects_keys_and_agents_are_404(client, support_bot, other_pro
     client.force_login(make_user("gus", "admin", other_project))
     key = AgentKey.objects.get(agent=support_bot.agent)
 
-    assert client.post(reverse("keys:key_revoke", args=[key.pk]), {"reason": "x"}).status_code == 404
-    assert client.post(reverse("keys:key_create"), {"agent": support_bot.agent.pk}).status_code == 404
-    assert key.prefix not in client.get(reverse("keys:list")).content.decode()
+    assert client.post(reverse("credentials:key_revoke", args=[key.pk]), {"reason": "x"}).status_code == 404
+    assert client.post(reverse("credentials:key_create"), {"agent": support_bot.agent.pk}).status_code == 404
+    assert key.prefix not in client.get(reverse("credentials:list")).content.decode()
     assert AgentKey.objects.count() == 1
 
 
 def test_a_user_creates_and_revokes_their_own_token(client, reviewer, project):
     client.force_login(reviewer)
 
-    response = client.post(reverse("keys:token_create"), {"name": "ci"})
+    response = client.post(reverse("credentials:token_create"), {"name": "ci"})
 
     assert response.status_code == 201
     secret = secret_in(response.content.decode())
     token = PersonalAccessToken.objects.get(user=reviewer, name="ci")
     api = bearer(secret)
     assert api.get("/api/v1/admin/audit").status_code == 200
-    client.post(reverse("keys:token_revoke", args=[token.pk]), {"reason": "rotating"})
+    client.post(reverse("credentials:token_revoke", args=[token.pk]), {"reason": "rotating"})
     assert api.get("/api/v1/admin/audit").status_code == 401
 
 
 def test_htmx_create_swaps_only_the_panel(client, reviewer):
     client.force_login(reviewer)
-    html = client.post(reverse("keys:token_create"), {"name": "ci"}, **HTMX).content.decode()
+    html = client.post(reverse("credentials:token_create"), {"name": "ci"}, **HTMX).content.decode()
     assert html.lstrip().startswith('<div id="keys-panel"')
     assert "<html" not in html
     secret_in(html)
@@ -182,31 +183,35 @@ def test_htmx_create_swaps_only_the_panel(client, reviewer):
 
 def test_a_colleagues_tokens_are_invisible_and_403_without_the_admin_role(client, reviewer, second_reviewer):
     client.force_login(second_reviewer)
-    client.post(reverse("keys:token_create"), {"name": "sams"})
+    client.post(reverse("credentials:token_create"), {"name": "sams"})
     theirs = PersonalAccessToken.objects.get(user=second_reviewer)
     client.force_login(reviewer)
 
-    assert theirs.prefix not in client.get(reverse("keys:list")).content.decode()
+    assert theirs.prefix not in client.get(reverse("credentials:list")).content.decode()
     # Same project, but a reviewer is not its admin: refused, not hidden.
-    assert client.post(reverse("keys:token_revoke", args=[theirs.pk]), {"reason": "x"}).status_code == 403
+    assert (
+        client.post(reverse("credentials:token_revoke", args=[theirs.pk]), {"reason": "x"}).status_code == 403
+    )
     theirs.refresh_from_db()
     assert theirs.revoked_at is None
 
 
 def test_auditors_are_read_only_here_too(client, auditor, support_bot):
     client.force_login(auditor)
-    html = client.get(reverse("keys:list")).content.decode()
+    html = client.get(reverse("credentials:list")).content.decode()
     assert "Create token" not in html and "Create agent key" not in html
 
-    assert client.post(reverse("keys:token_create"), {"name": "mine"}).status_code == 403
-    assert client.post(reverse("keys:key_create"), {"agent": support_bot.agent.pk}).status_code == 403
+    assert client.post(reverse("credentials:token_create"), {"name": "mine"}).status_code == 403
+    assert client.post(reverse("credentials:key_create"), {"agent": support_bot.agent.pk}).status_code == 403
     assert not PersonalAccessToken.objects.filter(user=auditor).exists()
 
 
 def test_labels_are_rendered_as_inert_text(ada, support_bot):
     hostile = '<img src=x onerror="alert(1)">'
-    ada.post(reverse("keys:key_create"), {"agent": support_bot.agent.pk, "name": hostile, "scopes": "read"})
-    assert assert_inert(ada.get(reverse("keys:list")).content.decode()) >= 1
+    ada.post(
+        reverse("credentials:key_create"), {"agent": support_bot.agent.pk, "name": hostile, "scopes": "read"}
+    )
+    assert assert_inert(ada.get(reverse("credentials:list")).content.decode()) >= 1
 
 
 def test_an_admin_sets_what_an_agent_may_claim_and_it_is_audited(project, support_bot):
@@ -217,8 +222,8 @@ def test_an_admin_sets_what_an_agent_may_claim_and_it_is_audited(project, suppor
 
     admin = Client()
     admin.force_login(make_user("ada", "admin", project))
-    url = reverse("keys:agent_sources", args=[support_bot.agent.pk])
-    page = admin.get(reverse("keys:list")).content.decode()
+    url = reverse("credentials:agent_sources", args=[support_bot.agent.pk])
+    page = admin.get(reverse("credentials:list")).content.decode()
     assert 'id="agent-sources"' in page
     assert 'name="sources" value="reviewer"' not in page
 
@@ -244,7 +249,7 @@ def test_a_reviewer_cannot_change_what_an_agent_may_claim(project, support_bot, 
 
     client = Client()
     client.force_login(reviewer)
-    url = reverse("keys:agent_sources", args=[support_bot.agent.pk])
+    url = reverse("credentials:agent_sources", args=[support_bot.agent.pk])
     assert client.post(url, {"sources": ["config"], "config_source": "on"}).status_code == 403
     support_bot.agent.refresh_from_db()
     assert not support_bot.agent.is_config_source

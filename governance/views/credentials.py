@@ -31,7 +31,8 @@ from django_htmx.middleware import HtmxDetails
 
 from governance import access
 from governance.models import Agent, AgentKey, Membership, PersonalAccessToken, Project
-from governance.models.projects import KeyScope, Role
+from governance.models.credentials import KeyScope
+from governance.models.projects import Role
 from governance.rules.supersession import PERSON_ONLY_SOURCES, SOURCE_TYPES, source_label
 from governance.selectors import credentials as credential_selectors
 from governance.services import agents as agent_service
@@ -166,7 +167,7 @@ def _page(
         "role_choices": Role.choices,
         "new_secret": new_secret,
     }
-    template = "governance/keys/list.html"
+    template = "governance/credentials/list.html"
     if request.htmx and not request.htmx.history_restore_request:
         template += "#keys_panel"
     response = render(request, template, context, status=status)
@@ -228,7 +229,7 @@ def key_revoke(request: HtmxHttpRequest, key_id: int) -> HttpResponse:
     else:
         credentials.revoke_agent_key(key, reason=form.cleaned_data["reason"])
         messages.success(request, f"Key {key.prefix} of {key.agent} is revoked; its next call gets 401.")
-    return HttpResponseRedirect(reverse("keys:list"))
+    return HttpResponseRedirect(reverse("credentials:list"))
 
 
 @console_view(write_roles=TOKEN_CREATE_ROLES)
@@ -273,7 +274,7 @@ def token_revoke(request: HtmxHttpRequest, token_id: int) -> HttpResponse:
         credentials.revoke_access_token(token, reason=form.cleaned_data["reason"])
         owner = "" if token.user_id == request.user.pk else f" of {token.user.get_username()}"
         messages.success(request, f"Token {token.prefix}{owner} is revoked; its next call gets 401.")
-    return HttpResponseRedirect(reverse("keys:list"))
+    return HttpResponseRedirect(reverse("credentials:list"))
 
 
 def _membership(request: HttpRequest, membership_id: int) -> Membership:
@@ -303,7 +304,7 @@ def member_grant(request: HtmxHttpRequest, project: str) -> HttpResponse:
         messages.success(request, f"{person.get_username()} is now {label} in {obj.slug}.")
     else:
         messages.info(request, f"{person.get_username()} already was {label} in {obj.slug}.")
-    return HttpResponseRedirect(reverse("keys:list") + "#members")
+    return HttpResponseRedirect(reverse("credentials:list") + "#members")
 
 
 @console_view(write_roles=MEMBER_ROLES)
@@ -314,7 +315,7 @@ def member_role(request: HtmxHttpRequest, membership_id: int) -> HttpResponse:
     who, where = membership.user.get_username(), membership.project.slug
     if not form.is_valid():
         messages.error(request, f"{who} in {where}: choose one of the roles.")
-        return HttpResponseRedirect(reverse("keys:list") + "#members")
+        return HttpResponseRedirect(reverse("credentials:list") + "#members")
     role = form.cleaned_data["role"]
     try:
         change = memberships.grant_role(
@@ -325,7 +326,7 @@ def member_role(request: HtmxHttpRequest, membership_id: int) -> HttpResponse:
     else:
         if change.changed:
             messages.success(request, f"{who} is now {Role(role).label.lower()} in {where}.")
-    return HttpResponseRedirect(reverse("keys:list") + "#members")
+    return HttpResponseRedirect(reverse("credentials:list") + "#members")
 
 
 @console_view(write_roles=MEMBER_ROLES)
@@ -341,7 +342,7 @@ def member_remove(request: HtmxHttpRequest, membership_id: int) -> HttpResponse:
         messages.error(request, str(exc))
     else:
         messages.success(request, f"{who} is no longer a member of {where}.")
-    return HttpResponseRedirect(reverse("keys:list") + "#members")
+    return HttpResponseRedirect(reverse("credentials:list") + "#members")
 
 
 @console_view(write_roles=access.ADMIN_ROLES)
@@ -365,4 +366,4 @@ def agent_sources(request: HtmxHttpRequest, agent_id: int) -> HttpResponse:
         messages.error(request, str(exc))
     else:
         messages.success(request, f"Saved which sources {agent.slug} may claim.")
-    return HttpResponseRedirect(reverse("keys:list") + "#agent-sources")
+    return HttpResponseRedirect(reverse("credentials:list") + "#agent-sources")

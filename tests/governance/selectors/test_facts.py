@@ -1,0 +1,100 @@
+"""Reads about facts: the supersession chain, walked both ways in one query (R6, R7)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from itertools import pairwise
+
+import pytest
+from django.utils import timezone
+
+from governance.models import Fact, Project, Supersession
+from governance.selectors import facts as selectors
+from governance.selectors.facts import ChainLink
+from tests.personas import FactFactory
+
+pytestmark = pytest.mark.django_db
+
+START = timezone.now() - timedelta(days=30)
+
+
+def link(old: Fact, new: Fact, day: int, decided_by: str = "rule:R6") -> Supersession:
+    return Supersession.objects.create(
+        old_fact=old,
+        new_fact=new,
+        reason=f"{old.statement} -> {new.statement}",
+        decided_by=decided_by,
+        created_at=START + timedelta(days=day),
+    )
+
+
+@pytest.fixture
+def chain(project: Project) -> list[Fact]:
+    """Four facts, each replaced by the next: a -> b -> c -> d."""
+    facts = [
+        FactFactory.create(project=project, statement=name, status="superseded" if name != "d" else "active")
+        for name in "abcd"
+    ]
+    for day, (old, new) in enumerate(pairwise(facts)):
+        link(old, new, day)
+    return facts
+
+
+def pairs(links: list[ChainLink]) -> list[tuple[int, int]]:
+    return [(step.old_fact, step.new_fact) for step in links]
+
+
+def test_the_whole_chain_from_the_middle_is_typed_and_oldest_first(chain, django_assert_num_queries):
+    a, b, c, d = chain
+
+    with django_assert_num_queries(1):
+        links = selectors.supersession_chain(c)
+
+    assert pairs(links) == [(a.pk, b.pk), (b.pk, c.pk), (c.pk, d.pk)]
+    first = links[0]
+    assert (first.old_status, first.new_status) == ("superseded", "superseded")
+    assert links[-1].new_status == "active"
+    assert first.reason == "a -> b" and first.decided_by == "rule:R6"
+    # A real time, not text the caller has to parse back.
+    assert isinstance(first.at, datetime) and first.at == START
+    assert links[-1].at == START + timedelta(days=2)
+
+
+def test_the_same_chain_whichever_fact_it_is_read_from(chain):
+    expected = pairs(selectors.supersession_chain(chain[0]))
+
+    assert [pairs(selectors.supersession_chain(fact)) for fact in chain] == [expected] * 4
+
+
+def test_a_fact_never_superseded_has_an_empty_chain_in_one_query(project, django_assert_num_queries):
+    alone = FactFactory.create(project=project)
+
+    with django_assert_num_queries(1):
+        assert selectors.supersession_chain(alone) == []
+
+
+def test_at_a_fork_backwards_takes_the_newest_link_and_forwards_the_oldest(project):
+    old_a, old_b, middle, new_a, new_b = (FactFactory.create(project=project, statement=s) for s in "ABMXY")
+    link(old_a, middle, 1)
+    link(old_b, middle, 2)  # the newer way into the middle
+    link(middle, new_a, 3)  # the older way out of it
+    link(middle, new_b, 4)
+
+    assert pairs(selectors.supersession_chain(middle)) == [(old_b.pk, middle.pk), (middle.pk, new_a.pk)]
+
+
+def test_each_direction_stops_at_the_limit(chain, monkeypatch):
+    a, b, c, _ = chain
+    monkeypatch.setattr(selectors, "CHAIN_LIMIT", 1)
+
+    assert pairs(selectors.supersession_chain(b)) == [(a.pk, b.pk), (b.pk, c.pk)]
+
+
+def test_a_loop_is_walked_once(project):
+    a, b, c = (FactFactory.create(project=project, statement=s) for s in "abc")
+    link(a, b, 1)
+    link(b, c, 2)
+    link(c, a, 3)
+
+    # Backwards from b: a, then c (which made a), then b again: stop. Forwards: c was seen.
+    assert pairs(selectors.supersession_chain(b)) == [(c.pk, a.pk), (a.pk, b.pk)]

@@ -1,0 +1,21 @@
+"""The audit chain's writers share one lock, in Python and in the database."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from governance.services import audit
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_database_erasure_function_takes_the_chain_lock_of_the_service():
+    # governance_open_erasure writes an audit entry from SQL: with another
+    # number it would not wait for services.audit.record, and two entries
+    # could claim the same place in a project's chain.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_get_functiondef('governance_open_erasure'::regproc)")
+        (definition,) = cursor.fetchone()
+
+    assert f"pg_advisory_xact_lock({audit.AUDIT_CHAIN_LOCK_NAMESPACE}," in definition

@@ -10,6 +10,7 @@ from django.db import models
 from django.utils import timezone
 
 from governance.models.history import tracked
+from governance.models.search import substring_index
 
 if TYPE_CHECKING:
     from governance.models.policies import PolicyVersion
@@ -188,6 +189,8 @@ class Principal(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["project", "external_id"], name="principal_external_id_unique")
         ]
+        # The console search finds people by part of their id (models/search.py).
+        indexes = [substring_index("external_id", "principal_external_id_trgm")]
 
     def __str__(self) -> str:
         return self.external_id
@@ -225,7 +228,10 @@ class Session(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["agent", "external_id"], name="session_external_id_unique")
         ]
-        indexes = [models.Index(fields=["principal", "-started_at"], name="session_principal_idx")]
+        indexes = [
+            models.Index(fields=["principal", "-started_at"], name="session_principal_idx"),
+            substring_index("external_id", "session_external_id_trgm"),
+        ]
 
     def __str__(self) -> str:
         return self.external_id

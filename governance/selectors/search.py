@@ -24,6 +24,7 @@ from governance.rules.references import Reference, parse_reference
 
 M = TypeVar("M", bound=Model)
 PER_KIND = 20
+UNSTORED = ("pending_review", "quarantined", "rejected")
 
 
 @dataclass(frozen=True)
@@ -105,13 +106,13 @@ def search(project_ids: list[int], text: str) -> SearchResults:
         matching("statement", words) if words else None,
         ("-rank", "-pk"),
     )
-    # Writes that became a fact are found as that fact; these are the ones waiting or refused.
+    # A stored write is found as its fact; these are the ones waiting for a person or refused.
     writes = _group(
         by_words(Write.objects.filter(project_id__in=project_ids), "statement").select_related(
             "project", "agent", "principal"
         ),
         _named(reference, "write"),
-        (matching("statement", words) & Q(fact__isnull=True)) if words else None,
+        (matching("statement", words) & Q(status__in=UNSTORED)) if words else None,
         ("-rank", "-pk"),
     )
     people = _group(

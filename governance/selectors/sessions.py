@@ -207,11 +207,11 @@ def session_list(
             "started_at",
             "ended_at",
             "mode",
-            "summary_fact_id",
+            "summary_fact",
             "project__slug",
             "agent__slug",
             "principal__external_id",
-            "principal__project_id",
+            "principal__project",
         )
         .annotate(retrieval_count=Coalesce(Subquery(retrievals, output_field=IntegerField()), 0))
     )

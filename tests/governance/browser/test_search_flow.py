@@ -3,7 +3,10 @@ statement, list filters stay in the URL, and ids are links."""
 
 from __future__ import annotations
 
+import os
 import re
+import time
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -77,3 +80,45 @@ def test_list_filters_stay_in_the_url_and_ids_are_links(
     page.goto(f"{live_server.url}/retrievals/")
     page.locator("#retrieval-log").get_by_role("link", name="chat-lisbon-1").click()
     expect(page).to_have_url(re.compile(rf"/sessions/{session.pk}/$"))
+
+
+PAGES = {
+    "search-empty": "/search/",
+    "search": "/search/?q=production",
+    "facts": "/facts/",
+    "facts-filtered": "/facts/?status=active&kind=project_fact",
+    "people": "/people/",
+    "sessions": "/sessions/",
+}
+
+
+def test_the_pages_with_the_demo_data_fit_a_phone_and_load_quickly(page: Page, live_server):
+    """Every new page with the demo data answers, with no sideways scrolling at 390 px.
+    With SCREENSHOT_DIR set, each is kept at 1440 and 390 px for people to look at."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from governance.management.commands.load_demo import DEMO_PASSWORD
+
+    call_command("load_demo", stdout=StringIO())
+    page.goto(f"{live_server.url}/login/")
+    page.fill("#id_username", "admin")
+    page.fill("#id_password", DEMO_PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    folder = os.environ.get("SCREENSHOT_DIR")
+    timings = {}
+    for name, path in PAGES.items():
+        for width in (1440, 390):
+            page.set_viewport_size({"width": width, "height": 900})
+            started = time.monotonic()
+            response = page.goto(f"{live_server.url}{path}")
+            timings[f"{name}@{width}"] = round((time.monotonic() - started) * 1000)
+            assert response is not None and response.status == 200, path
+            assert page.evaluate("document.documentElement.scrollWidth") <= width, (
+                f"{path} scrolls at {width}"
+            )
+            if folder:
+                page.screenshot(path=str(Path(folder) / f"{name}-{width}.png"), full_page=True)
+    # A figure for people, not a pass mark: the machine running tests is shared.
+    print("load times (ms):", timings)

@@ -15,13 +15,17 @@ def ids(project_ids, filters=None):
 
 
 def test_filters_combine_and_the_scope_holds(project, other_project):
-    carol = PrincipalFactory(project=project, external_id="carol")
-    tea = FactFactory(project=project, principal=carol, statement="Carol prefers tea", kind="preference")
-    office = FactFactory(
+    carol = PrincipalFactory.create(project=project, external_id="carol")
+    tea = FactFactory.create(
+        project=project, principal=carol, statement="Carol prefers tea", kind="preference"
+    )
+    office = FactFactory.create(
         project=project, statement="Office is in Porto", kind="project_fact", source_type="documentation"
     )
-    old = FactFactory(project=project, principal=carol, statement="Carol prefers coffee", status="superseded")
-    theirs = FactFactory(project=other_project, statement="Carol prefers tea, says Globex")
+    old = FactFactory.create(
+        project=project, principal=carol, statement="Carol prefers coffee", status="superseded"
+    )
+    theirs = FactFactory.create(project=other_project, statement="Carol prefers tea, says Globex")
     mine = [project.pk]
 
     assert ids(mine) == [old.pk, office.pk, tea.pk]  # newest first; never project B's
@@ -37,7 +41,7 @@ def test_filters_combine_and_the_scope_holds(project, other_project):
 
 
 def test_pages_walk_newest_first_without_gaps_or_repeats(project):
-    made = [FactFactory(project=project).pk for _ in range(7)]
+    made = [FactFactory.create(project=project).pk for _ in range(7)]
     page = fact_list([project.pk], FactFilters(), cursor=None, limit=3)
     seen = [f.pk for f in page.items]
     while page.next_cursor is not None:
@@ -47,8 +51,10 @@ def test_pages_walk_newest_first_without_gaps_or_repeats(project):
 
 
 def test_one_query_per_page(project, django_assert_num_queries):
-    carol = PrincipalFactory(project=project, external_id="carol")
+    carol = PrincipalFactory.create(project=project, external_id="carol")
     FactFactory.create_batch(5, project=project, principal=carol)
     with django_assert_num_queries(1):
         page = fact_list([project.pk], FactFilters(text="Remembered"), cursor=None, limit=50)
-        assert {(f.project.slug, f.principal.external_id) for f in page.items} == {("acme", "carol")}
+        assert {(f.project.slug, f.principal and f.principal.external_id) for f in page.items} == {
+            ("acme", "carol")
+        }

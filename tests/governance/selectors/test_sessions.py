@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from governance.models import Session
@@ -17,7 +19,7 @@ def test_sessions_with_their_retrieval_counts_filtered_and_scoped(
     bot = make_agent(project, "support-bot")
     helper = make_agent(project, "helper-bot")
     spy = make_agent(other_project, "support-bot")
-    carol = PrincipalFactory(project=project, external_id="carol")
+    carol = PrincipalFactory.create(project=project, external_id="carol")
     first = Session.objects.create(
         project=project, agent=bot.agent, principal=carol, external_id="chat-1", mode="resume"
     )
@@ -33,7 +35,8 @@ def test_sessions_with_their_retrieval_counts_filtered_and_scoped(
 
     with django_assert_num_queries(1):
         page = session_list([project.pk], SessionFilters(), cursor=None, limit=50)
-        assert [(s.external_id, s.retrieval_count, s.agent.slug) for s in page.items] == [
+        rows: list[Any] = page.items  # with the page's annotations
+        assert [(s.external_id, s.retrieval_count, s.agent.slug) for s in rows] == [
             ("chat-2", 0, "helper-bot"),
             ("chat-1", 2, "support-bot"),
         ]

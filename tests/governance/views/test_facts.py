@@ -93,10 +93,11 @@ def test_supersession_chain_is_drawn_both_ways_from_the_middle(riley, region_cha
     html = page(riley, middle.pk)
 
     nodes = [
-        int(pk) for pk in re.findall(r'<li class="chain-node[^"]*"[^>]*>\s*<a href="/facts/(\d+)/">', html)
+        int(pk)
+        for pk in re.findall(r'<li class="chain-node[^"]*"[^>]*>\s*<a [^>]*href="/facts/(\d+)/"', html)
     ]
     assert nodes == [oldest.pk, middle.pk, newest.pk]
-    assert re.search(rf'chain-node current" aria-current="true">\s*<a href="/facts/{middle.pk}/">', html)
+    assert re.search(rf'chain-node current" aria-current="true">\s*<a [^>]*href="/facts/{middle.pk}/"', html)
     assert html.count('class="chain-link"') == 2
     assert "Deploys to us-east-1" in html and "Deploys to ap-south-1" in html
     assert html.count("rule:R6") == 2
@@ -268,10 +269,10 @@ def test_withdraw_from_the_principal_page_returns_there(client, reviewer, projec
 def test_the_fact_list_filters_by_the_query_string_and_links_every_id(riley, project, other_project):
     from tests.personas import FactFactory, PrincipalFactory
 
-    carol = PrincipalFactory(project=project, external_id="carol")
-    tea = FactFactory(project=project, principal=carol, statement="Carol prefers green tea")
-    FactFactory(project=project, statement="Office opens at nine", kind="project_fact")
-    FactFactory(project=other_project, statement="Globex prefers green tea too")
+    carol = PrincipalFactory.create(project=project, external_id="carol")
+    tea = FactFactory.create(project=project, principal=carol, statement="Carol prefers green tea")
+    FactFactory.create(project=project, statement="Office opens at nine", kind="project_fact")
+    FactFactory.create(project=other_project, statement="Globex prefers green tea too")
     html = riley.get(reverse("facts:index"), {"q": "tea", "status": "active"}).content.decode()
     assert f'<a class="ref" href="/facts/{tea.pk}/" data-fact="{tea.pk}">F-{tea.pk}</a>' in html
     assert "Office opens" not in html and "Globex" not in html
@@ -305,4 +306,4 @@ def test_the_fact_list_pages_keep_the_filters(riley, project):
     assert next_link is not None
     assert "kind=incident" in next_link.group(1) and "cursor=" in next_link.group(1)
     second = riley.get(next_link.group(1).replace("&amp;", "&")).content.decode()
-    assert second.count('data-fact="') == 1
+    assert second.count('<tr data-fact="') == 1

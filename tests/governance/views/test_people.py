@@ -13,9 +13,9 @@ pytestmark = pytest.mark.django_db
 def test_the_directory_lists_the_projects_people_with_links_to_their_memory(
     client, auditor, project, other_project
 ):
-    carol = PrincipalFactory(project=project, external_id="carol")
+    carol = PrincipalFactory.create(project=project, external_id="carol")
     FactFactory.create_batch(3, project=project, principal=carol)
-    PrincipalFactory(project=other_project, external_id="globex-dave")
+    PrincipalFactory.create(project=other_project, external_id="globex-dave")
     client.force_login(auditor)
     html = client.get(reverse("people:directory")).content.decode()
     assert 'href="/retrievals/principals/acme/carol/"' in html

@@ -12,6 +12,8 @@ urlpatterns = [
     path("agents/", include("governance.views.urls_policies")),
     path("history/", include("governance.views.urls_audit")),
     path("sessions/", include("governance.views.urls_sessions")),
+    path("search/", include("governance.views.urls_search")),
+    path("people/", include("governance.views.urls_people")),
     path("credentials/", include("governance.views.urls_credentials")),
     path("erasures/", include("governance.views.urls_erasures")),
     path("quality/", include("governance.views.urls_evaluations")),

@@ -12,6 +12,7 @@ from pgvector.django import VectorField
 
 from governance.models.history import append_only, tracked
 from governance.models.projects import Agent, Principal, Project
+from governance.models.search import full_text_index, substring_index
 from governance.models.sessions import Session
 
 
@@ -156,6 +157,9 @@ class Fact(models.Model):
             # The embedding sweep's look-up (facts owed a vector, oldest first):
             # small, since a fact leaves it seconds after it is written.
             models.Index(fields=["id"], condition=Q(embedded_at__isnull=True), name="fact_unembedded_idx"),
+            # The console search (models/search.py).
+            full_text_index("statement", "fact_statement_fts"),
+            substring_index("statement", "fact_statement_trgm"),
         ]
 
     def __str__(self) -> str:

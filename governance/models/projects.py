@@ -10,6 +10,7 @@ from django.db import models
 from django.utils import timezone
 
 from governance.models.history import tracked
+from governance.models.search import substring_index
 
 if TYPE_CHECKING:
     from governance.models.policies import PolicyVersion
@@ -115,6 +116,8 @@ class Principal(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["project", "external_id"], name="principal_external_id_unique")
         ]
+        # The console search finds people by part of their id (models/search.py).
+        indexes = [substring_index("external_id", "principal_external_id_trgm")]
 
     def __str__(self) -> str:
         return self.external_id

@@ -11,6 +11,7 @@ from governance.models.facts import Fact
 from governance.models.history import append_only
 from governance.models.policies import PolicyVersion
 from governance.models.projects import Agent, Principal, Project
+from governance.models.search import full_text_index, substring_index
 from governance.models.sessions import Session
 from governance.rules.retrieval import MODES, REASONS
 
@@ -75,6 +76,9 @@ class RetrievalEvent(models.Model):
             # The log's exclusion-reason filter: a rare reason would otherwise walk most of the
             # log index (bench/retrieval_log.py: 220 ms at 1 M events, well under 1 ms with this).
             GinIndex(fields=["reasons"], opclasses=["jsonb_path_ops"], name="retrieval_reasons_gin"),
+            # The console search over what agents asked (models/search.py).
+            full_text_index("query", "retrieval_query_fts"),
+            substring_index("query", "retrieval_query_trgm"),
         ]
         triggers = append_only("retrieval", allow_erasure=True)
 

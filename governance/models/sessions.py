@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from governance.models.policies import PolicyVersion
 from governance.models.projects import Agent, Principal, Project
+from governance.models.search import substring_index
 
 
 class Session(models.Model):
@@ -43,7 +44,10 @@ class Session(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["agent", "external_id"], name="session_external_id_unique")
         ]
-        indexes = [models.Index(fields=["principal", "-started_at"], name="session_principal_idx")]
+        indexes = [
+            models.Index(fields=["principal", "-started_at"], name="session_principal_idx"),
+            substring_index("external_id", "session_external_id_trgm"),
+        ]
 
     def __str__(self) -> str:
         return self.external_id

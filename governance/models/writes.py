@@ -10,6 +10,7 @@ from django.utils import timezone
 from governance.models.facts import Fact, FactKind, SourceType
 from governance.models.history import append_only, tracked
 from governance.models.projects import Agent, Principal, Project
+from governance.models.search import full_text_index, substring_index
 from governance.models.sessions import Session
 
 
@@ -96,6 +97,9 @@ class Write(models.Model):
                 name="write_agent_waiting_idx",
                 condition=Q(status__in=["pending_review", "quarantined"]),
             ),
+            # The console search (models/search.py).
+            full_text_index("statement", "write_statement_fts"),
+            substring_index("statement", "write_statement_trgm"),
         ]
 
     def __str__(self) -> str:

@@ -11,6 +11,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from governance.models import Agent, AuditEntry, Fact, Principal, Write
+from governance.selectors.pages import Page, newest_first
 
 CHAIN_LIMIT = 100
 
@@ -269,3 +270,39 @@ def fact_history(fact: Fact) -> list[HistoryRow]:
         )
         previous = event
     return rows
+
+
+# --- The console's fact list (issue 16 item 7) --------------------------------
+
+
+@dataclass(frozen=True)
+class FactFilters:
+    project: int | None = None
+    principal: str | None = None  # external id, exact
+    status: str | None = None
+    kind: str | None = None
+    source_type: str | None = None
+    text: str | None = None  # words or part of the statement (selectors.search)
+
+
+def fact_list(project_ids: list[int], filters: FactFilters, *, cursor: int | None, limit: int) -> Page[Fact]:
+    """Facts of ``project_ids`` matching ``filters``, newest first: one query."""
+    from governance.selectors.search import matching, ranked
+
+    qs = Fact.objects.filter(project_id__in=project_ids)
+    if filters.project is not None:
+        qs = qs.filter(project_id=filters.project)
+    if filters.principal:
+        qs = qs.filter(principal__external_id=filters.principal)
+    if filters.status:
+        qs = qs.filter(status=filters.status)
+    if filters.kind:
+        qs = qs.filter(kind=filters.kind)
+    if filters.source_type:
+        qs = qs.filter(source_type=filters.source_type)
+    if filters.text:
+        qs = ranked(qs, "statement", filters.text).filter(matching("statement", filters.text))
+    qs = qs.select_related("project", "principal", "agent").defer(
+        "embedding", "summary_source", "summary_check", "project__source_caps"
+    )
+    return newest_first(qs, cursor=cursor, limit=limit)

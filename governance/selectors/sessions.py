@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import QuerySet
+from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 
 from governance.models import Fact, Principal, RetrievalEvent, Session, SessionBlock, Write
 from governance.rules import guard
 from governance.rules.sessions import resume_hint_findings
 from governance.rules.summaries import DroppedItem, highlight_source
 from governance.rules.supersession import effective_caps
+from governance.selectors.pages import Page, newest_first
 
 SUMMARY_CHECK = "summary_check"
 
@@ -161,3 +163,56 @@ def principal_sessions(principal: Principal, *, limit: int = 20) -> list[Session
         )
         .order_by("-started_at", "-id")[:limit]
     )
+
+
+# --- The console's session list (issue 16 item 7) -----------------------------
+
+
+@dataclass(frozen=True)
+class SessionFilters:
+    project: int | None = None
+    agent: str | None = None  # slug
+    principal: str | None = None  # external id, exact
+    mode: str | None = None
+    text: str | None = None  # part of the session's external id
+
+
+def session_list(
+    project_ids: list[int], filters: SessionFilters, *, cursor: int | None, limit: int
+) -> Page[Session]:
+    """Sessions newest first, each with ``retrieval_count``: one query."""
+    qs = Session.objects.filter(project_id__in=project_ids)
+    if filters.project is not None:
+        qs = qs.filter(project_id=filters.project)
+    if filters.agent:
+        qs = qs.filter(agent__slug=filters.agent)
+    if filters.principal:
+        qs = qs.filter(principal__external_id=filters.principal)
+    if filters.mode:
+        qs = qs.filter(mode=filters.mode)
+    if filters.text:
+        qs = qs.filter(external_id__icontains=filters.text)
+    retrievals = (
+        RetrievalEvent.objects.filter(session=OuterRef("pk"))
+        .order_by()
+        .values("session")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    qs = (
+        qs.select_related("project", "agent", "principal")
+        .only(
+            "id",
+            "external_id",
+            "started_at",
+            "ended_at",
+            "mode",
+            "summary_fact",
+            "project__slug",
+            "agent__slug",
+            "principal__external_id",
+            "principal__project",
+        )
+        .annotate(retrieval_count=Coalesce(Subquery(retrievals, output_field=IntegerField()), 0))
+    )
+    return newest_first(qs, cursor=cursor, limit=limit)

@@ -8,14 +8,17 @@ from django import forms
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from governance import access
 from governance.models import Fact
+from governance.models.facts import FactKind, FactStatus, SourceType
 from governance.selectors import facts as fact_selectors
 from governance.services import facts as fact_service
 from governance.views.base import console_view, get_checked
+from governance.views.lists import PAGE_SIZE, ListForm, choices, pager, render_list
 
 TEMPLATE = "governance/facts/detail.html"
 REASON_REQUIRED = "Give a reason: it goes into the audit trail."
@@ -42,6 +45,44 @@ FORMS: dict[str, type[ReasonForm]] = {
     "verify": VerifyForm,
     "authority": AuthorityForm,
 }
+
+
+class FactFilterForm(ListForm):
+    principal = forms.CharField(required=False, max_length=200, label="Person (their id)")
+    status = forms.ChoiceField(required=False, choices=choices("status", list(FactStatus.values)))
+    kind = forms.ChoiceField(required=False, choices=choices("kind", list(FactKind.values)))
+    source = forms.ChoiceField(
+        required=False, choices=choices("source", list(SourceType.values)), label="Source"
+    )
+    field_order = ["project", "q", "principal", "status", "kind", "source"]
+
+
+@console_view()
+def index(request: HttpRequest) -> HttpResponse:
+    projects = list(access.projects_of(request.user).order_by("slug"))
+    form = FactFilterForm(request.GET, projects=projects)
+    form.fields["q"].label = "Statement has"
+    page = None
+    if form.is_valid():
+        data = form.cleaned_data
+        filters = fact_selectors.FactFilters(
+            project=form.project_id(),
+            principal=data["principal"].strip() or None,
+            status=data["status"] or None,
+            kind=data["kind"] or None,
+            source_type=data["source"] or None,
+            text=form.text(),
+        )
+        page = fact_selectors.fact_list(
+            [p.pk for p in projects], filters, cursor=data["cursor"], limit=PAGE_SIZE
+        )
+    context = {
+        "form": form,
+        "facts": page.items if page else [],
+        "several_projects": len(projects) > 1,
+        **pager(request, reverse("facts:index"), page.next_cursor if page else None),
+    }
+    return render_list(request, "governance/facts/index.html", context)
 
 
 def _is_htmx(request: HttpRequest) -> bool:

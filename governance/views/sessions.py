@@ -8,11 +8,17 @@ attacker-controlled memory text: the template renders it escaped inside
 
 from __future__ import annotations
 
+from django import forms
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.urls import reverse
 
+from governance import access
+from governance.models import Agent
+from governance.rules.retrieval import MODES
 from governance.selectors import sessions as selectors
 from governance.views.base import console_view, get_scoped
+from governance.views.lists import PAGE_SIZE, ListForm, choices, pager, render_list
 
 TEMPLATE = "governance/sessions/detail.html"
 
@@ -22,3 +28,43 @@ def detail(request: HttpRequest, session_id: int) -> HttpResponse:
     # Scoped lookup: another project's session id answers 404, not 403 (R1).
     session = get_scoped(request, selectors.sessions_for_page(), pk=session_id)
     return render(request, TEMPLATE, {"page": selectors.session_page(session)})
+
+
+class SessionFilterForm(ListForm):
+    agent = forms.ChoiceField(required=False)
+    principal = forms.CharField(required=False, max_length=200, label="Person (their id)")
+    mode = forms.ChoiceField(required=False, choices=choices("mode", list(MODES)))
+    field_order = ["project", "agent", "principal", "mode", "q"]
+
+
+@console_view()
+def index(request: HttpRequest) -> HttpResponse:
+    projects = list(access.projects_of(request.user).order_by("slug"))
+    project_ids = [p.pk for p in projects]
+    agents = list(
+        Agent.objects.filter(project_id__in=project_ids)
+        .order_by("slug")
+        .values_list("slug", flat=True)
+        .distinct()
+    )
+    form = SessionFilterForm(request.GET, projects=projects)
+    form.fields["agent"].choices = [("", "any"), *((slug, slug) for slug in agents)]  # type: ignore[attr-defined]
+    form.fields["q"].label = "Session id contains"
+    page = None
+    if form.is_valid():
+        data = form.cleaned_data
+        filters = selectors.SessionFilters(
+            project=form.project_id(),
+            agent=data["agent"] or None,
+            principal=data["principal"].strip() or None,
+            mode=data["mode"] or None,
+            text=form.text(),
+        )
+        page = selectors.session_list(project_ids, filters, cursor=data["cursor"], limit=PAGE_SIZE)
+    context = {
+        "form": form,
+        "sessions": page.items if page else [],
+        "several_projects": len(projects) > 1,
+        **pager(request, reverse("sessions:index"), page.next_cursor if page else None),
+    }
+    return render_list(request, "governance/sessions/index.html", context)

@@ -6,5 +6,6 @@ from governance.views import sessions
 
 app_name = "sessions"
 urlpatterns: list[URLPattern] = [
+    path("", sessions.index, name="index"),
     path("<int:session_id>/", sessions.detail, name="detail"),
 ]

@@ -55,6 +55,13 @@ QUERIES = {
     "api-admin-why": "?principal=carol&phrase=Oslo",
     "quality:why": "?project=globex&principal=carol&phrase=Oslo",
 }
+# Listings asked for project B's words, so a leak would show in the body (issue 16 item 7).
+LISTING_QUERIES = {
+    "search:results": "?q=launch+codename+BLUEBIRD",
+    "facts:index": "?q=BLUEBIRD",
+    "people:directory": "?q=carol",
+    "sessions:index": "",
+}
 
 
 @dataclass(frozen=True)
@@ -317,7 +324,7 @@ def test_listings_and_exports_show_project_a_nothing_of_project_b(client, world)
                 continue
             response = api.get(reverse(route.name))
         else:
-            response = client.get(reverse(route.name))
+            response = client.get(reverse(route.name) + LISTING_QUERIES.get(route.name, ""))
         if response.status_code == 405:
             continue
         assert response.status_code == 200, f"{route.name}: {response.status_code}"

@@ -55,11 +55,11 @@ def test_auditor_filters_to_a_fact_opens_its_timeline_and_exports(
 
     # Its timeline.
     page.locator(f'#audit-history a[data-timeline][href="/history/facts/{fact_id}/"]').first.click()
-    expect(page.get_by_role("heading", name=re.compile(rf"Timeline of fact #{fact_id}"))).to_be_visible()
+    expect(page.get_by_role("heading", name=re.compile(rf"Timeline of fact F-{fact_id}"))).to_be_visible()
     timeline = page.locator("ol.audit-timeline")
     expect(timeline.locator('li[data-kind="supersession"]')).to_have_count(1)
     expect(timeline.locator('li[data-kind="audit"]')).to_have_count(len(about_fact))
-    expect(timeline).to_contain_text(f"fact #{second.fact_id}")
+    expect(timeline).to_contain_text(f"fact F-{second.fact_id}")
 
     # And its export, downloaded as a file.
     with page.expect_download() as info:

@@ -93,10 +93,11 @@ def test_supersession_chain_is_drawn_both_ways_from_the_middle(riley, region_cha
     html = page(riley, middle.pk)
 
     nodes = [
-        int(pk) for pk in re.findall(r'<li class="chain-node[^"]*"[^>]*>\s*<a href="/facts/(\d+)/">', html)
+        int(pk)
+        for pk in re.findall(r'<li class="chain-node[^"]*"[^>]*>\s*<a [^>]*href="/facts/(\d+)/"', html)
     ]
     assert nodes == [oldest.pk, middle.pk, newest.pk]
-    assert re.search(rf'chain-node current" aria-current="true">\s*<a href="/facts/{middle.pk}/">', html)
+    assert re.search(rf'chain-node current" aria-current="true">\s*<a [^>]*href="/facts/{middle.pk}/"', html)
     assert html.count('class="chain-link"') == 2
     assert "Deploys to us-east-1" in html and "Deploys to ap-south-1" in html
     assert html.count("rule:R6") == 2
@@ -122,7 +123,7 @@ def test_writes_and_decisions_behind_the_fact(riley, support_bot, reviewer):
 
     html = page(riley, write.fact_id)
 
-    assert f"#{write.pk}" in html
+    assert f"W-{write.pk}" in html
     assert "Approve by riley" in html
     assert "Heard it on the call" in html
     # The fact page lists the same audit entries as the fact's timeline, the write's among them:
@@ -260,3 +261,49 @@ def test_withdraw_from_the_principal_page_returns_there(client, reviewer, projec
         reverse("facts:verify", args=[other.pk]), {"reason": "Confirmed", "next": "https://evil.example/"}
     )
     assert response["Location"] == reverse("facts:detail", args=[other.pk])
+
+
+# --- The fact list (issue 16 item 7) -------------------------------------------
+
+
+def test_the_fact_list_filters_by_the_query_string_and_links_every_id(riley, project, other_project):
+    from tests.personas import FactFactory, PrincipalFactory
+
+    carol = PrincipalFactory.create(project=project, external_id="carol")
+    tea = FactFactory.create(project=project, principal=carol, statement="Carol prefers green tea")
+    FactFactory.create(project=project, statement="Office opens at nine", kind="project_fact")
+    FactFactory.create(project=other_project, statement="Globex prefers green tea too")
+    html = riley.get(reverse("facts:index"), {"q": "tea", "status": "active"}).content.decode()
+    assert f'<a class="ref" href="/facts/{tea.pk}/" data-fact="{tea.pk}">F-{tea.pk}</a>' in html
+    assert "Office opens" not in html and "Globex" not in html
+    assert 'href="/retrievals/principals/acme/carol/"' in html
+    # The filters are kept in the form, so the next submit and the pager keep them.
+    assert 'value="tea"' in html and '<option value="active" selected>' in html
+    # htmx asks for the results only.
+    fragment = riley.get(reverse("facts:index"), {"q": "tea"}, **HTMX).content.decode()
+    assert fragment.lstrip().startswith('<section id="results"') and "<html" not in fragment
+
+
+def test_a_stale_or_hostile_filter_is_a_message_not_an_error(riley):
+    for params in (
+        {"status": "gone"},
+        {"cursor": "-1"},
+        {"cursor": "abc"},
+        {"q": "x\x00"},
+        {"project": "nope"},
+    ):
+        response = riley.get(reverse("facts:index"), params)
+        assert response.status_code == 200, params
+        assert 'class="errorlist"' in response.content.decode(), params
+
+
+def test_the_fact_list_pages_keep_the_filters(riley, project):
+    from tests.personas import FactFactory
+
+    FactFactory.create_batch(51, project=project, kind="incident", statement="Outage report")
+    html = riley.get(reverse("facts:index"), {"kind": "incident"}).content.decode()
+    next_link = re.search(r'rel="next" href="([^"]+)"', html)
+    assert next_link is not None
+    assert "kind=incident" in next_link.group(1) and "cursor=" in next_link.group(1)
+    second = riley.get(next_link.group(1).replace("&amp;", "&")).content.decode()
+    assert second.count('<tr data-fact="') == 1

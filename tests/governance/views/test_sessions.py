@@ -181,3 +181,23 @@ def test_principal_sessions_lists_a_persons_sessions_newest_first(support_bot: A
     alice = Principal.objects.get(external_id="alice")
 
     assert [s.external_id for s in principal_sessions(alice)] == ["s-2", "s-1"]
+
+
+# --- The session list (issue 16 item 7) ----------------------------------------
+
+
+def test_the_session_list_links_sessions_people_and_their_retrievals(client, auditor, project, support_bot):
+    ask(support_bot, "chat-77", 1, "what plan am I on?")
+    session = Session.objects.get(external_id="chat-77")
+    client.force_login(auditor)
+    html = client.get(reverse("sessions:index"), {"principal": "alice"}).content.decode()
+    assert f'href="/sessions/{session.pk}/"' in html
+    assert 'href="/retrievals/principals/acme/alice/?agent=' in html
+    assert 'href="/retrievals/?session=chat-77&amp;agent=' in html
+    bob = client.get(reverse("sessions:index"), {"principal": "bob"}).content.decode()
+    assert not re.search(r'href="/sessions/\d+/"', bob)
+    # The retrieval log links the session too.
+    assert (
+        f'href="/sessions/{session.pk}/" data-session-link'
+        in client.get(reverse("retrievals:log")).content.decode()
+    )

@@ -359,3 +359,20 @@ def test_a_write_is_accepted_while_the_broker_is_down_and_its_fact_waits_for_the
     # The agent's retry finds its write rather than making a second one.
     again = bot.post_write(data, HTTP_IDEMPOTENCY_KEY="broker-down-1")
     assert (again.status_code, again.json()) == (201, response.json())
+
+
+def test_a_write_costs_a_fixed_number_of_queries(support_bot, django_assert_max_num_queries):
+    # Measured when pinned (issue 17). A plain write, 16: the agent key, the
+    # principal, the guard's reads (fingerprint, tombstones, the agent's recent
+    # writes, its review-queue room, the key's active fact, same-kind facts), the
+    # inserts and updates of the write, its fact and response (each carrying the
+    # pghistory context), the audit chain's advisory lock and tail, the entry.
+    # A new value for a key, 26: the same plus superseding the old fact. The
+    # first write of a person costs 20 (the principal is created).
+    support_bot.write("Prefers tea number 0", kind="preference")  # creates the principal
+    support_bot.write("Prefers tea number 1", kind="preference")
+    with django_assert_max_num_queries(16):
+        support_bot.write("Prefers tea number 2", kind="preference")
+    support_bot.write("Lives in city 0", key="home_city")
+    with django_assert_max_num_queries(26):
+        support_bot.write("Lives in city 1", key="home_city")

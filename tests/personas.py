@@ -23,6 +23,57 @@ from governance.services import agents, checkpoints, credentials
 from governance.services.facts import statement_digest
 
 PASSWORD = "correct horse battery staple"
+WRITES_URL = "/api/v1/writes"
+RETRIEVE_URL = "/api/v1/retrieve"
+
+
+def write_body(
+    statement: str,
+    *,
+    principal: str | None = "alice",
+    kind: str = "profile",
+    key: str | None = None,
+    source: str | dict[str, Any] = "user_statement",
+    ref: str = "chat:1",
+    age: timedelta = timedelta(0),
+    **extra: Any,
+) -> dict[str, Any]:
+    """The JSON of one agent write (POST /api/v1/writes, or one item of a batch).
+
+    ``source`` is the source type, its ``ref`` and an observation ``age`` ago; a dict
+    replaces the whole source object (for tests of malformed or exact sources).
+    ``extra`` adds or replaces top-level fields (``session``, ``valid_to``...).
+    """
+    if not isinstance(source, dict):
+        source = {"type": source, "ref": ref, "observed_at": (timezone.now() - age).isoformat()}
+    return {
+        "principal": principal,
+        "kind": kind,
+        "key": key,
+        "statement": statement,
+        "source": source,
+        **extra,
+    }
+
+
+def retrieve_body(
+    session: str | None = "s-1",
+    *,
+    principal: str | None = "alice",
+    query: str = "",
+    round: int = 1,
+    identity_verified: bool = True,
+    **extra: Any,
+) -> dict[str, Any]:
+    """The JSON of one retrieval (POST /api/v1/retrieve)."""
+    return {
+        "principal": principal,
+        "session": session,
+        "query": query,
+        "round": round,
+        "identity_verified": identity_verified,
+        **extra,
+    }
 
 
 def wsgi_transport() -> httpx.WSGITransport:
@@ -137,6 +188,33 @@ class AgentPersona:
     def memory(self) -> MemoryClient:
         """The shipped Python client, calling the real application in-process (no network)."""
         return memory_client(self.key)
+
+    def post_write(self, body: Any, **headers: Any) -> Any:
+        """POST /api/v1/writes with ``body`` as it is (a write_body(), a batch, or garbage)."""
+        return self.client.post(WRITES_URL, body, format="json", **headers)
+
+    def post_retrieve(self, body: Any, **headers: Any) -> Any:
+        """POST /api/v1/retrieve with ``body`` as it is."""
+        return self.client.post(RETRIEVE_URL, body, format="json", **headers)
+
+    def write(
+        self, statement: str, *, expect: int = 201, status: str | None = None, **fields: Any
+    ) -> dict[str, Any]:
+        """Write ``statement`` (fields as in write_body), check the answer's HTTP code and,
+        when given, the write's ``status``; returns the answer's JSON."""
+        response = self.post_write(write_body(statement, **fields))
+        assert response.status_code == expect, response.content
+        data: dict[str, Any] = response.json()
+        if status is not None:
+            assert data["status"] == status, data
+        return data
+
+    def retrieve(self, session: str | None = "s-1", *, expect: int = 200, **fields: Any) -> dict[str, Any]:
+        """Retrieve for ``session`` (fields as in retrieve_body); returns the answer's JSON."""
+        response = self.post_retrieve(retrieve_body(session, **fields))
+        assert response.status_code == expect, response.content
+        data: dict[str, Any] = response.json()
+        return data
 
 
 def make_agent(project: Project, slug: str, *, config_source: bool = False, **policy: Any) -> AgentPersona:

@@ -5,9 +5,17 @@ values, never used outside tests; the live server for browser tests speaks
 plain http, so cookies cannot require https there.
 """
 
+from django.conf import global_settings
+
 from memoryadmin.settings import *  # noqa: F403
 
 SECRET_KEY = "test-only-secret-key-not-for-any-deployment-0123456789abcdef"
 TOMBSTONE_KEY = "test-only-tombstone-key-not-for-any-deployment-0123456789"
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = False
 SECURE_SSL_REDIRECT = False
+
+# The production hasher (PBKDF2, a million rounds) costs about half a second per
+# password on purpose; the suite creates and logs in hundreds of console users.
+# MD5 first makes those hashes cheap; the production hashers stay listed, so a
+# password hashed with them still verifies. Not a setting for anything but tests.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher", *global_settings.PASSWORD_HASHERS]

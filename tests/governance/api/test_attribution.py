@@ -6,31 +6,12 @@ from typing import Any
 
 import pytest
 from django.urls import reverse
-from django.utils import timezone
 
 from governance.models import Write
 from governance.services import reviews
 from tests.personas import AgentPersona, token_client
 
 pytestmark = pytest.mark.django_db
-
-
-def write(
-    agent: AgentPersona, statement: str, *, key: str | None = None, source: str = "user_statement"
-) -> Any:
-    response = agent.client.post(
-        "/api/v1/writes",
-        {
-            "principal": "alice",
-            "kind": "profile",
-            "key": key,
-            "statement": statement,
-            "source": {"type": source, "ref": "chat:1", "observed_at": timezone.now().isoformat()},
-        },
-        format="json",
-    )
-    assert response.status_code == 201, response.content
-    return response.json()
 
 
 def ask(auditor: Any, project: str, **query: str) -> Any:
@@ -40,9 +21,9 @@ def ask(auditor: Any, project: str, **query: str) -> Any:
 def test_each_kind_of_miss_is_attributed(
     support_bot: AgentPersona, auditor: Any, reviewer: Any, project: Any
 ) -> None:
-    joke = write(support_bot, "Alice is secretly a cat.", source="chat_message")
+    joke = support_bot.write("Alice is secretly a cat.", source="chat_message")
     reviews.decide(joke["id"], reviews.Decision("reject", "A joke, not a fact."), reviewer=reviewer)
-    write(support_bot, "Alice lives in Leeds.", key="city")
+    support_bot.write("Alice lives in Leeds.", key="city")
     retrieval = support_bot.client.post(
         "/api/v1/retrieve", {"principal": "alice", "session": "s", "identity_verified": True}, format="json"
     ).json()
@@ -78,7 +59,7 @@ def test_bad_questions_are_400_and_other_projects_404(auditor: Any, project: Any
 def test_the_console_page_answers_in_plain_words(
     client: Any, auditor: Any, support_bot: AgentPersona, project: Any
 ) -> None:
-    write(support_bot, "Alice lives in <b>Leeds</b>.", key="city")
+    support_bot.write("Alice lives in <b>Leeds</b>.", key="city")
     client.force_login(auditor)
 
     page = client.get(

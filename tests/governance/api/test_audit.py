@@ -18,16 +18,6 @@ from tests.personas import token_client
 pytestmark = pytest.mark.django_db
 
 
-def retrieve(bot, session: str = "s-1") -> int:
-    response = bot.client.post(
-        "/api/v1/retrieve",
-        {"principal": "alice", "session": session, "query": "", "round": 1, "identity_verified": True},
-        format="json",
-    )
-    assert response.status_code == 200, response.content
-    return response.json()["retrieval_id"]
-
-
 @pytest.fixture
 def activity(support_bot):
     writes = [
@@ -36,7 +26,7 @@ def activity(support_bot):
         )
         for n in range(3)
     ]
-    return {"writes": writes, "retrieval": retrieve(support_bot)}
+    return {"writes": writes, "retrieval": support_bot.retrieve()["retrieval_id"]}
 
 
 @pytest.fixture
@@ -78,7 +68,7 @@ def test_history_rows_carry_the_chain_fields_and_filters_apply(audra_api, activi
 
 
 def test_history_is_scoped_to_the_token_users_projects(activity, outsider, outsider_bot):
-    retrieve(outsider_bot)
+    outsider_bot.retrieve()
     body = token_client(outsider).get("/api/v1/admin/audit", {"limit": 200}).json()
     assert body["results"]
     assert {row["project"] for row in body["results"]} == {"globex"}

@@ -6,7 +6,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.utils import timezone
 
 from governance.models import AuditEntry, Fact, Write
 from governance.services import reviews
@@ -15,41 +14,14 @@ from tests.personas import AgentPersona
 pytestmark = pytest.mark.django_db
 
 
-def write(agent: AgentPersona, statement: str, key: str, *, age_days: int = 0) -> int:
-    observed = timezone.now() - timedelta(days=age_days)
-    response = agent.client.post(
-        "/api/v1/writes",
-        {
-            "principal": "alice",
-            "kind": "profile",
-            "key": key,
-            "statement": statement,
-            "source": {"type": "user_statement", "ref": "chat:1", "observed_at": observed.isoformat()},
-        },
-        format="json",
-    )
-    assert response.status_code == 201, response.content
-    return int(response.json()["fact"]["id"])
-
-
-def context(agent: AgentPersona, session: str) -> str:
-    response = agent.client.post(
-        "/api/v1/retrieve",
-        {"principal": "alice", "session": session, "round": 1, "identity_verified": True},
-        format="json",
-    )
-    assert response.status_code == 200, response.content
-    return str(response.json()["context"])
-
-
 def dispute(agent: AgentPersona, fact_id: int, body: Any) -> Any:
     return agent.client.post(f"/api/v1/facts/{fact_id}/dispute", body, format="json")
 
 
 def test_memories_carry_a_plain_status_and_counts(support_bot: AgentPersona) -> None:
-    write(support_bot, "I live in Leeds.", "city")
-    write(support_bot, "I work nights.", "shift", age_days=20)
-    write(support_bot, "I drive a blue van.", "vehicle", age_days=90)
+    support_bot.write("I live in Leeds.", key="city")
+    support_bot.write("I work nights.", key="shift", age=timedelta(days=20))
+    support_bot.write("I drive a blue van.", key="vehicle", age=timedelta(days=90))
 
     body = support_bot.client.get("/api/v1/principals/alice/memories").json()
 
@@ -67,8 +39,8 @@ def test_memories_carry_a_plain_status_and_counts(support_bot: AgentPersona) -> 
 def test_a_disputed_fact_leaves_every_context_and_waits_for_a_reviewer(
     support_bot: AgentPersona, reviewer: Any
 ) -> None:
-    fact_id = write(support_bot, "I live in Leeds.", "city")
-    assert "Leeds" in context(support_bot, "s-1")
+    fact_id = support_bot.write("I live in Leeds.", key="city")["fact"]["id"]
+    assert "Leeds" in support_bot.retrieve("s-1")["context"]
 
     response = dispute(support_bot, fact_id, {"principal": "alice", "reason": "I moved away years ago"})
 
@@ -81,7 +53,7 @@ def test_a_disputed_fact_leaves_every_context_and_waits_for_a_reviewer(
         "review_write": review_write,
     }
     # Out of a new session's block; the open session's cached block is dropped too.
-    assert "Leeds" not in context(support_bot, "s-2")
+    assert "Leeds" not in support_bot.retrieve("s-2")["context"]
     round_two = support_bot.client.post(
         "/api/v1/retrieve",
         {"principal": "alice", "session": "s-1", "round": 2, "identity_verified": True},
@@ -97,11 +69,11 @@ def test_a_disputed_fact_leaves_every_context_and_waits_for_a_reviewer(
     reviews.decide(review_write, reviews.Decision("reject", "She did move."), reviewer=reviewer)
 
     assert Fact.objects.get(pk=fact_id).status == "rejected"
-    assert "Leeds" not in context(support_bot, "s-3")
+    assert "Leeds" not in support_bot.retrieve("s-3")["context"]
 
 
 def test_a_reviewer_who_upholds_the_memory_puts_it_back(support_bot: AgentPersona, reviewer: Any) -> None:
-    fact_id = write(support_bot, "I live in Leeds.", "city")
+    fact_id = support_bot.write("I live in Leeds.", key="city")["fact"]["id"]
     review_write = dispute(support_bot, fact_id, {"principal": "alice", "reason": "not true"}).json()[
         "review_write"
     ]
@@ -109,7 +81,7 @@ def test_a_reviewer_who_upholds_the_memory_puts_it_back(support_bot: AgentPerson
     reviews.decide(review_write, reviews.Decision("approve", "Confirmed on the phone."), reviewer=reviewer)
 
     assert Fact.objects.get(pk=fact_id).status == "active"
-    assert "Leeds" in context(support_bot, "s-2")
+    assert "Leeds" in support_bot.retrieve("s-2")["context"]
 
 
 @pytest.mark.parametrize(
@@ -123,7 +95,7 @@ def test_a_reviewer_who_upholds_the_memory_puts_it_back(support_bot: AgentPerson
     ],
 )
 def test_a_malformed_dispute_is_a_400_and_changes_nothing(support_bot: AgentPersona, body: Any) -> None:
-    fact_id = write(support_bot, "I live in Leeds.", "city")
+    fact_id = support_bot.write("I live in Leeds.", key="city")["fact"]["id"]
 
     assert dispute(support_bot, fact_id, body).status_code == 400
     assert Fact.objects.get(pk=fact_id).status == "active"
@@ -132,7 +104,7 @@ def test_a_malformed_dispute_is_a_400_and_changes_nothing(support_bot: AgentPers
 def test_only_the_person_the_fact_is_about_disputes_it_once(
     support_bot: AgentPersona, outsider_bot: AgentPersona
 ) -> None:
-    fact_id = write(support_bot, "I live in Leeds.", "city")
+    fact_id = support_bot.write("I live in Leeds.", key="city")["fact"]["id"]
 
     assert dispute(support_bot, fact_id, {"principal": "bob", "reason": "wrong"}).status_code == 404
     assert dispute(outsider_bot, fact_id, {"principal": "alice", "reason": "wrong"}).status_code == 404

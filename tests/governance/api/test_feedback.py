@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.utils import timezone
 
 from governance.models import AuditEntry, RetrievalFeedback
 from tests.personas import AgentPersona
@@ -13,40 +12,14 @@ from tests.personas import AgentPersona
 pytestmark = pytest.mark.django_db
 
 
-def write(agent: AgentPersona, statement: str, key: str) -> int:
-    response = agent.client.post(
-        "/api/v1/writes",
-        {
-            "principal": "alice",
-            "kind": "profile",
-            "key": key,
-            "statement": statement,
-            "source": {"type": "user_statement", "ref": "chat:1", "observed_at": timezone.now().isoformat()},
-        },
-        format="json",
-    )
-    assert response.status_code == 201, response.content
-    return int(response.json()["fact"]["id"])
-
-
-def retrieve(agent: AgentPersona, session: str = "s-1") -> Any:
-    response = agent.client.post(
-        "/api/v1/retrieve",
-        {"principal": "alice", "session": session, "round": 1, "identity_verified": True},
-        format="json",
-    )
-    assert response.status_code == 200, response.content
-    return response.json()
-
-
 def feedback(agent: AgentPersona, retrieval_id: int, body: Any) -> Any:
     return agent.client.post(f"/api/v1/retrievals/{retrieval_id}/feedback", body, format="json")
 
 
 def test_feedback_is_stored_with_its_retrieval(support_bot: AgentPersona) -> None:
-    city = write(support_bot, "I live in Leeds.", "city")
-    team = write(support_bot, "I am on the billing team.", "team")
-    retrieval_id = retrieve(support_bot)["retrieval_id"]
+    city = support_bot.write("I live in Leeds.", key="city")["fact"]["id"]
+    team = support_bot.write("I am on the billing team.", key="team")["fact"]["id"]
+    retrieval_id = support_bot.retrieve()["retrieval_id"]
 
     response = feedback(support_bot, retrieval_id, {"used": [city], "wrong": [team]})
 
@@ -64,9 +37,9 @@ def test_feedback_is_stored_with_its_retrieval(support_bot: AgentPersona) -> Non
 
 
 def test_using_an_item_after_it_changed_counts_as_stale_adoption(support_bot: AgentPersona) -> None:
-    old = write(support_bot, "I live in Leeds.", "city")
-    retrieval_id = retrieve(support_bot)["retrieval_id"]
-    write(support_bot, "I moved to York.", "city")  # supersedes the Leeds fact
+    old = support_bot.write("I live in Leeds.", key="city")["fact"]["id"]
+    retrieval_id = support_bot.retrieve()["retrieval_id"]
+    support_bot.write("I moved to York.", key="city")  # supersedes the Leeds fact
 
     response = feedback(support_bot, retrieval_id, {"used": [old]})
 
@@ -75,9 +48,9 @@ def test_using_an_item_after_it_changed_counts_as_stale_adoption(support_bot: Ag
 
 
 def test_only_items_the_retrieval_gave_can_be_named(support_bot: AgentPersona) -> None:
-    write(support_bot, "I live in Leeds.", "city")
-    retrieval_id = retrieve(support_bot)["retrieval_id"]
-    later = write(support_bot, "I am on the billing team.", "team")
+    support_bot.write("I live in Leeds.", key="city")
+    retrieval_id = support_bot.retrieve()["retrieval_id"]
+    later = support_bot.write("I am on the billing team.", key="team")["fact"]["id"]
 
     response = feedback(support_bot, retrieval_id, {"used": [later]})
 
@@ -99,8 +72,8 @@ def test_only_items_the_retrieval_gave_can_be_named(support_bot: AgentPersona) -
     ],
 )
 def test_malformed_feedback_is_a_400_and_stores_nothing(support_bot: AgentPersona, body: Any) -> None:
-    write(support_bot, "I live in Leeds.", "city")
-    retrieval_id = retrieve(support_bot)["retrieval_id"]
+    support_bot.write("I live in Leeds.", key="city")
+    retrieval_id = support_bot.retrieve()["retrieval_id"]
 
     response = feedback(support_bot, retrieval_id, body)
 
@@ -110,8 +83,8 @@ def test_malformed_feedback_is_a_400_and_stores_nothing(support_bot: AgentPerson
 
 
 def test_feedback_is_given_once(support_bot: AgentPersona) -> None:
-    city = write(support_bot, "I live in Leeds.", "city")
-    retrieval_id = retrieve(support_bot)["retrieval_id"]
+    city = support_bot.write("I live in Leeds.", key="city")["fact"]["id"]
+    retrieval_id = support_bot.retrieve()["retrieval_id"]
     assert feedback(support_bot, retrieval_id, {"used": [city]}).status_code == 201
 
     again = feedback(support_bot, retrieval_id, {"used": []})
@@ -123,8 +96,8 @@ def test_feedback_is_given_once(support_bot: AgentPersona) -> None:
 def test_another_projects_retrieval_does_not_exist_for_the_agent(
     support_bot: AgentPersona, outsider_bot: AgentPersona
 ) -> None:
-    city = write(support_bot, "I live in Leeds.", "city")
-    retrieval_id = retrieve(support_bot)["retrieval_id"]
+    city = support_bot.write("I live in Leeds.", key="city")["fact"]["id"]
+    retrieval_id = support_bot.retrieve()["retrieval_id"]
 
     response = feedback(outsider_bot, retrieval_id, {"used": [city]})
 

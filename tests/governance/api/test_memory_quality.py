@@ -20,34 +20,6 @@ pytestmark = pytest.mark.django_db
 LEEDS = "I live in Leeds."
 
 
-def write(agent: AgentPersona, statement: str, **fields: Any) -> Any:
-    observed = timezone.now() - fields.pop("age", timedelta(0))
-    body = {
-        "principal": fields.pop("principal", "alice"),
-        "kind": fields.pop("kind", "profile"),
-        "statement": statement,
-        "source": {
-            "type": fields.pop("source", "user_statement"),
-            "ref": fields.pop("ref", "chat:1"),
-            "observed_at": observed.isoformat(),
-        },
-        **fields,
-    }
-    response = agent.client.post("/api/v1/writes", body, format="json")
-    assert response.status_code == 201, response.content
-    return response.json()
-
-
-def retrieve(agent: AgentPersona, principal: str | None = "alice", session: str = "s-1") -> Any:
-    response = agent.client.post(
-        "/api/v1/retrieve",
-        {"principal": principal, "session": session, "round": 1, "identity_verified": True},
-        format="json",
-    )
-    assert response.status_code == 200, response.content
-    return response.json()
-
-
 def reason_for(data: Any, fact_id: int) -> str | None:
     return RetrievalCandidate.objects.get(event_id=data["retrieval_id"], fact_id=fact_id).reason
 
@@ -63,47 +35,48 @@ def reason_for(data: Any, fact_id: int) -> str | None:
 def test_an_echo_does_not_make_a_stale_fact_look_fresh(
     support_bot: AgentPersona, echo: dict[str, str]
 ) -> None:
-    fact_id = write(support_bot, LEEDS, age=timedelta(days=40))["fact"]["id"]
+    fact_id = support_bot.write(LEEDS, age=timedelta(days=40))["fact"]["id"]
     before = Fact.objects.get(pk=fact_id)
-    assert reason_for(retrieve(support_bot, session="s-1"), fact_id) == "stale"
+    assert reason_for(support_bot.retrieve(session="s-1"), fact_id) == "stale"
 
-    write(support_bot, LEEDS, **echo)
+    support_bot.write(LEEDS, **echo)
 
     after = Fact.objects.get(pk=fact_id)
     assert (after.last_verified_at, after.confidence) == (before.last_verified_at, before.confidence)
-    data = retrieve(support_bot, session="s-2")
+    data = support_bot.retrieve(session="s-2")
     assert "Leeds" not in data["context"]
     assert reason_for(data, fact_id) == "stale"
 
 
 def test_an_echo_derived_from_a_retrieval_is_only_a_sighting(support_bot: AgentPersona) -> None:
-    fact_id = write(support_bot, LEEDS, age=timedelta(days=20))["fact"]["id"]
-    retrieval_id = retrieve(support_bot)["retrieval_id"]
+    fact_id = support_bot.write(LEEDS, age=timedelta(days=20))["fact"]["id"]
+    retrieval_id = support_bot.retrieve()["retrieval_id"]
     before = Fact.objects.get(pk=fact_id).last_verified_at
 
-    write(support_bot, LEEDS, ref="chat:9", derived_from_retrieval=retrieval_id)
+    support_bot.write(LEEDS, ref="chat:9", derived_from_retrieval=retrieval_id)
 
     assert Fact.objects.get(pk=fact_id).last_verified_at == before
 
 
 def test_independent_evidence_still_refreshes_a_fact(support_bot: AgentPersona) -> None:
-    fact_id = write(support_bot, LEEDS, age=timedelta(days=40))["fact"]["id"]
+    fact_id = support_bot.write(LEEDS, age=timedelta(days=40))["fact"]["id"]
 
-    write(support_bot, LEEDS, source="support_ticket", ref="zendesk:77")
+    support_bot.write(LEEDS, source="support_ticket", ref="zendesk:77")
 
     fact = Fact.objects.get(pk=fact_id)
     assert fact.confidence == "corroborated"
     assert timezone.now() - fact.last_verified_at < timedelta(minutes=1)
     assert (
-        "- I live in Leeds. [SOURCE: chat:1 | AUTHORITY: 4 | AGE: 0 days]" in retrieve(support_bot)["context"]
+        "- I live in Leeds. [SOURCE: chat:1 | AUTHORITY: 4 | AGE: 0 days]"
+        in support_bot.retrieve()["context"]
     )
 
 
 def test_an_older_observation_never_replaces_a_newer_one(config_bot: AgentPersona) -> None:
     node = {"principal": None, "kind": "project_fact", "key": "ci_node_version", "source": "config"}
-    newer = write(config_bot, "The CI image uses Node 20.", ref="ci.yml@main", age=timedelta(hours=2), **node)
-    older = write(
-        config_bot, "The CI image uses Node 18.", ref="ci.yml@old-branch", age=timedelta(days=20), **node
+    newer = config_bot.write("The CI image uses Node 20.", ref="ci.yml@main", age=timedelta(hours=2), **node)
+    older = config_bot.write(
+        "The CI image uses Node 18.", ref="ci.yml@old-branch", age=timedelta(days=20), **node
     )
 
     assert older["supersedes"] == []
@@ -112,7 +85,7 @@ def test_an_older_observation_never_replaces_a_newer_one(config_bot: AgentPerson
     assert current.status == "active"
     assert late.valid_to == current.source_observed_at
     assert Supersession.objects.filter(old_fact=late, new_fact=current).exists()
-    context = retrieve(config_bot, principal=None)["context"]
+    context = config_bot.retrieve(principal=None)["context"]
     assert "Node 20" in context and "Node 18" not in context
 
 
@@ -138,12 +111,12 @@ def end(agent: AgentPersona, session: str, **fields: Any) -> Any:
 
 
 def test_a_hint_from_a_flagged_summary_waits_with_it(support_bot: AgentPersona, reviewer: Any) -> None:
-    retrieve(support_bot, session="visit-1")
+    support_bot.retrieve(session="visit-1")
     ended = end(support_bot, "visit-1")
     assert ended["summary"]["status"] == "pending_review"
     assert any("resume hint leaves out" in f["detail"] for f in ended["summary"]["findings"])
 
-    context = retrieve(support_bot, session="visit-2")["context"]
+    context = support_bot.retrieve(session="visit-2")["context"]
     assert "as needed" not in context and "Last session" not in context
 
     from governance.services import reviews
@@ -153,22 +126,20 @@ def test_a_hint_from_a_flagged_summary_waits_with_it(support_bot: AgentPersona, 
         reviews.Decision("approve", "Checked with the doctor"),
         reviewer=reviewer,
     )
-    assert (
-        "Last session: The patient can take the dose" in retrieve(support_bot, session="visit-3")["context"]
-    )
+    assert "Last session: The patient can take the dose" in support_bot.retrieve(session="visit-3")["context"]
 
 
 def test_a_hint_that_drops_a_limit_is_held_without_a_summary(support_bot: AgentPersona) -> None:
-    retrieve(support_bot, session="visit-1")
+    support_bot.retrieve(session="visit-1")
     ended = end(support_bot, "visit-1", summary="")
     assert ended["summary"] is None
     assert any("resume hint leaves out" in f["detail"] for f in ended["resume_hint_findings"])
 
-    assert "Last session" not in retrieve(support_bot, session="visit-2")["context"]
+    assert "Last session" not in support_bot.retrieve(session="visit-2")["context"]
 
 
 def test_a_faithful_hint_is_given_out(support_bot: AgentPersona) -> None:
-    retrieve(support_bot, session="visit-1")
+    support_bot.retrieve(session="visit-1")
     end(
         support_bot,
         "visit-1",
@@ -177,5 +148,5 @@ def test_a_faithful_hint_is_given_out(support_bot: AgentPersona) -> None:
     )
     assert (
         "Last session: Do not exceed 80 mg per day; never schedule the MRI before March 12."
-        in retrieve(support_bot, session="visit-2")["context"]
+        in support_bot.retrieve(session="visit-2")["context"]
     )

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.utils import timezone
 
 from governance.context import actor_scope
 from governance.models import Fact, RetrievalCandidate, RetrievalEvent
@@ -17,56 +16,14 @@ from tests.personas import FactFactory, PrincipalFactory, make_agent, make_user
 pytestmark = pytest.mark.django_db
 
 
-def write(
-    agent,
-    *,
-    principal="alice",
-    kind="profile",
-    key=None,
-    statement,
-    source="user_statement",
-    ref="chat:1",
-    days_ago=0,
-    **extra,
-):
-    observed = timezone.now() - timedelta(days=days_ago)
-    data = {
-        "principal": principal,
-        "kind": kind,
-        "key": key,
-        "statement": statement,
-        "source": {"type": source, "ref": ref, "observed_at": observed.isoformat()},
-        **extra,
-    }
-    response = agent.client.post("/api/v1/writes", data, format="json")
-    assert response.status_code == 201, response.content
-    return response.json()
-
-
-def retrieve(agent, *, principal="alice", session="s-1", query="", round=1, identity_verified=True):
-    response = agent.client.post(
-        "/api/v1/retrieve",
-        {
-            "principal": principal,
-            "session": session,
-            "query": query,
-            "round": round,
-            "identity_verified": identity_verified,
-        },
-        format="json",
-    )
-    assert response.status_code == 200, response.content
-    return response.json()
-
-
 def reasons(retrieval_id):
     return dict(RetrievalCandidate.objects.filter(event_id=retrieval_id).values_list("fact_id", "reason"))
 
 
 def test_region_change_injects_only_the_new_region(support_bot):
-    old = write(support_bot, key="deployment_region", statement="Deploys to us-east-1", ref="chat:1")
-    new = write(support_bot, key="deployment_region", statement="Deploys to eu-west-2", ref="chat:2")
-    data = retrieve(support_bot)
+    old = support_bot.write(key="deployment_region", statement="Deploys to us-east-1", ref="chat:1")
+    new = support_bot.write(key="deployment_region", statement="Deploys to eu-west-2", ref="chat:2")
+    data = support_bot.retrieve()
     assert data["context"] == "\n".join(
         [
             PRIORITY,
@@ -85,8 +42,7 @@ def test_region_change_injects_only_the_new_region(support_bot):
 
 
 def test_python_upgrade_by_config_injects_only_3_13_and_keeps_history(support_bot, config_bot):
-    old = write(
-        support_bot,
+    old = support_bot.write(
         principal=None,
         kind="project_fact",
         key="python_version",
@@ -94,8 +50,7 @@ def test_python_upgrade_by_config_injects_only_3_13_and_keeps_history(support_bo
         source="documentation",
         ref="docs/setup.md",
     )
-    write(
-        config_bot,
+    config_bot.write(
         principal=None,
         kind="project_fact",
         key="python_version",
@@ -103,7 +58,7 @@ def test_python_upgrade_by_config_injects_only_3_13_and_keeps_history(support_bo
         source="config",
         ref="pyproject.toml",
     )
-    data = retrieve(support_bot)
+    data = support_bot.retrieve()
     assert (
         "- The service runs on Python 3.13 [SOURCE: pyproject.toml | AUTHORITY: 5 | AGE: 0 days]"
         in data["context"]
@@ -114,8 +69,7 @@ def test_python_upgrade_by_config_injects_only_3_13_and_keeps_history(support_bo
 
 
 def test_slack_joke_is_excluded_below_authority(support_bot, project):
-    joke = write(
-        support_bot,
+    joke = support_bot.write(
         principal=None,
         kind="project_fact",
         statement="Our CTO is a professional cat herder",
@@ -130,20 +84,20 @@ def test_slack_joke_is_excluded_below_authority(support_bot, project):
             reviews.Decision("approve", "It was said; the floor will keep it out"),
             reviewer=reviewer,
         )
-    data = retrieve(support_bot)
+    data = support_bot.retrieve()
     assert "cat herder" not in data["context"]
     assert reasons(data["retrieval_id"])[joke["fact"]["id"]] == "below_authority"
 
 
 def test_other_principals_and_projects_are_never_candidates(support_bot, outsider_bot, project):
-    mine = write(support_bot, kind="preference", statement="Prefers answers in French")
+    mine = support_bot.write(kind="preference", statement="Prefers answers in French")
     other_person = FactFactory.create(
         project=project,
         principal=PrincipalFactory(project=project, external_id="bob"),
         statement="Prefers answers in French",
     )
-    other_project = write(outsider_bot, kind="preference", statement="Prefers answers in French")
-    data = retrieve(support_bot, query="Prefers answers in French")
+    other_project = outsider_bot.write(kind="preference", statement="Prefers answers in French")
+    data = support_bot.retrieve(query="Prefers answers in French")
     fact_ids = set(reasons(data["retrieval_id"]))
     assert mine["fact"]["id"] in fact_ids
     assert other_person.pk not in fact_ids
@@ -151,11 +105,13 @@ def test_other_principals_and_projects_are_never_candidates(support_bot, outside
 
 
 def test_stale_fact_is_excluded_and_20_day_fact_asks_to_reconfirm(support_bot):
-    stale = write(
-        support_bot, kind="preference", statement="Likes window seats", ref="chat:old", days_ago=200
+    stale = support_bot.write(
+        kind="preference", statement="Likes window seats", ref="chat:old", age=timedelta(days=200)
     )
-    write(support_bot, kind="preference", statement="Uses a screen reader", ref="chat:20", days_ago=20)
-    data = retrieve(support_bot)
+    support_bot.write(
+        kind="preference", statement="Uses a screen reader", ref="chat:20", age=timedelta(days=20)
+    )
+    data = support_bot.retrieve()
     # The newest verification is 20 days old, so the session mode is confirm (R9).
     assert data["mode"] == "confirm"
     assert data["context"] == "\n".join(
@@ -171,8 +127,8 @@ def test_stale_fact_is_excluded_and_20_day_fact_asks_to_reconfirm(support_bot):
 
 
 def test_unverified_identity_gets_no_principal_memory(support_bot):
-    fact = write(support_bot, kind="preference", statement="Prefers dark mode")
-    data = retrieve(support_bot, identity_verified=False)
+    fact = support_bot.write(kind="preference", statement="Prefers dark mode")
+    data = support_bot.retrieve(identity_verified=False)
     assert "dark mode" not in data["context"]
     assert data["items"] == []
     assert reasons(data["retrieval_id"])[fact["fact"]["id"]] == "identity_unverified"
@@ -188,7 +144,7 @@ def test_sixty_eligible_facts_fit_a_300_token_budget(project):
             kind="preference",
             statement=f"Preference number {n}: likes option {n} for the weekly report layout",
         )
-    data = retrieve(bot)
+    data = bot.retrieve()
     assert data["token_budget"] == 300
     assert data["tokens_used"] <= 300
     assert data["tokens_used"] == count_tokens(data["context"], "o200k_base")
@@ -201,21 +157,21 @@ def test_sixty_eligible_facts_fit_a_300_token_budget(project):
 
 
 def test_round_two_returns_the_session_start_text_byte_identical(support_bot):
-    write(support_bot, kind="preference", statement="Prefers dark mode")
-    first = retrieve(support_bot, session="s-9", round=1)
-    write(support_bot, kind="preference", statement="Prefers metric units")  # arrives mid-session
-    second = retrieve(support_bot, session="s-9", round=2)
+    support_bot.write(kind="preference", statement="Prefers dark mode")
+    first = support_bot.retrieve(session="s-9", round=1)
+    support_bot.write(kind="preference", statement="Prefers metric units")  # arrives mid-session
+    second = support_bot.retrieve(session="s-9", round=2)
     assert second["context"].encode() == first["context"].encode()
     event = RetrievalEvent.objects.get(pk=second["retrieval_id"])
     assert event.static_block_cached is True
 
 
 def test_policy_version_is_reported(support_bot):
-    assert retrieve(support_bot)["policy_version"] == 1
+    assert support_bot.retrieve()["policy_version"] == 1
 
 
 def test_unknown_retrieval_of_another_project_is_404(support_bot, outsider_bot):
-    data = retrieve(support_bot)
+    data = support_bot.retrieve()
     assert outsider_bot.client.get(f"/api/v1/retrievals/{data['retrieval_id']}").status_code == 404
 
 
@@ -227,8 +183,8 @@ def test_bad_retrieve_input_is_400(support_bot):
 
 
 def test_fact_endpoint_shows_the_chain_both_ways(support_bot):
-    old = write(support_bot, key="deployment_region", statement="Deploys to us-east-1", ref="chat:1")
-    new = write(support_bot, key="deployment_region", statement="Deploys to eu-west-2", ref="chat:2")
+    old = support_bot.write(key="deployment_region", statement="Deploys to us-east-1", ref="chat:1")
+    new = support_bot.write(key="deployment_region", statement="Deploys to eu-west-2", ref="chat:2")
     old_body = support_bot.client.get(f"/api/v1/facts/{old['fact']['id']}").json()
     new_body = support_bot.client.get(f"/api/v1/facts/{new['fact']['id']}").json()
     assert old_body["status"] == "superseded"
@@ -240,3 +196,20 @@ def test_fact_endpoint_shows_the_chain_both_ways(support_bot):
         "observed_at": old_body["source"]["observed_at"],
         "writer": "agent:support-bot",
     }
+
+
+def test_a_retrieval_costs_a_fixed_number_of_queries(support_bot, django_assert_max_num_queries):
+    # Measured when pinned (issue 17). Round 1 of a session, 21: the agent key,
+    # the principal, the session (created, locked), the newest verification (the
+    # session mode), the resume hint, the start block, the candidates, then the
+    # event, its candidates, the cached start block and the principal's last-seen
+    # time (writes carry the pghistory context). A later round, 12: the cached
+    # start block replaces planning it.
+    for n in range(3):
+        support_bot.write(f"Prefers tea number {n}", kind="preference")
+    for n in range(3):
+        support_bot.write(f"Lives in city {n}", key="home_city")
+    with django_assert_max_num_queries(21):
+        support_bot.retrieve("s-1", round=1, query="tea")
+    with django_assert_max_num_queries(12):
+        support_bot.retrieve("s-1", round=2, query="tea")

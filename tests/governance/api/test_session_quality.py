@@ -16,16 +16,6 @@ from tests.personas import AgentPersona
 pytestmark = pytest.mark.django_db
 
 
-def retrieve(agent: AgentPersona, session: str) -> Any:
-    response = agent.client.post(
-        "/api/v1/retrieve",
-        {"principal": "alice", "session": session, "round": 1, "identity_verified": True},
-        format="json",
-    )
-    assert response.status_code == 200, response.content
-    return response.json()
-
-
 def end(agent: AgentPersona, session: str, **fields: Any) -> Any:
     body = {"principal": "alice", "first_event": "1", "last_event": "9", **fields}
     response = agent.client.post(f"/api/v1/sessions/{session}/end", body, format="json")
@@ -34,7 +24,7 @@ def end(agent: AgentPersona, session: str, **fields: Any) -> Any:
 
 
 def test_an_injected_resume_hint_carries_a_source_tag(support_bot: AgentPersona) -> None:
-    retrieve(support_bot, "visit-1")
+    support_bot.retrieve("visit-1")
     end(
         support_bot,
         "visit-1",
@@ -43,7 +33,7 @@ def test_an_injected_resume_hint_carries_a_source_tag(support_bot: AgentPersona)
         source_text="We compared two laptop models.",
     )
 
-    context = retrieve(support_bot, "visit-2")["context"]
+    context = support_bot.retrieve("visit-2")["context"]
     assert (
         "Last session: Was comparing two laptop models. "
         "[SOURCE: session:visit-1#1..9 | AUTHORITY: 2 | AGE: 0 days]"
@@ -51,10 +41,10 @@ def test_an_injected_resume_hint_carries_a_source_tag(support_bot: AgentPersona)
 
 
 def test_a_hint_without_a_summary_names_its_session(support_bot: AgentPersona) -> None:
-    retrieve(support_bot, "visit-1")
+    support_bot.retrieve("visit-1")
     end(support_bot, "visit-1", summary="", resume_hint="Was comparing two laptop models.")
 
-    context = retrieve(support_bot, "visit-2")["context"]
+    context = support_bot.retrieve("visit-2")["context"]
     assert (
         "Last session: Was comparing two laptop models. "
         "[SOURCE: session:visit-1 | AUTHORITY: 2 | AGE: 0 days]"
@@ -62,7 +52,7 @@ def test_a_hint_without_a_summary_names_its_session(support_bot: AgentPersona) -
 
 
 def test_a_faithful_summary_is_not_held_for_noise(support_bot: AgentPersona) -> None:
-    retrieve(support_bot, "visit-1")
+    support_bot.retrieve("visit-1")
     ended = end(
         support_bot,
         "visit-1",
@@ -79,7 +69,7 @@ def test_a_faithful_summary_is_not_held_for_noise(support_bot: AgentPersona) -> 
 
 
 def test_a_summary_that_drops_a_real_name_is_still_held(support_bot: AgentPersona) -> None:
-    retrieve(support_bot, "visit-1")
+    support_bot.retrieve("visit-1")
     ended = end(
         support_bot,
         "visit-1",

@@ -38,45 +38,6 @@ CALL_SOURCE = "I prefer phone calls to email, but never call after 6pm. My numbe
 CALL_SUMMARY = "Prefers phone calls to email; the number is on the ticket."
 
 
-def write(
-    agent: AgentPersona,
-    *,
-    statement: str,
-    principal: str | None = "alice",
-    kind: str = "profile",
-    key: str | None = None,
-    source: str = "user_statement",
-    ref: str = "chat:1",
-    **extra: Any,
-) -> dict[str, Any]:
-    body = {
-        "principal": principal,
-        "kind": kind,
-        "key": key,
-        "statement": statement,
-        "source": {"type": source, "ref": ref, "observed_at": timezone.now().isoformat()},
-        **extra,
-    }
-    response = agent.client.post("/api/v1/writes", body, format="json")
-    assert response.status_code == 201, response.content
-    return response.json()
-
-
-def retrieve(
-    agent: AgentPersona, *, session: str, round: int, principal: str = "alice", query: str = ""
-) -> dict[str, Any]:
-    body = {
-        "principal": principal,
-        "session": session,
-        "query": query,
-        "round": round,
-        "identity_verified": True,
-    }
-    response = agent.client.post("/api/v1/retrieve", body, format="json")
-    assert response.status_code == 200, response.content
-    return response.json()
-
-
 def end(
     agent: AgentPersona,
     session: str,
@@ -177,13 +138,13 @@ def test_faithful_summary_becomes_active_and_keeps_its_clean_check(support_bot: 
 def test_ending_a_session_twice_is_a_conflict_and_another_principal_is_refused(
     support_bot: AgentPersona,
 ) -> None:
-    retrieve(support_bot, session="s-1", round=1)
+    support_bot.retrieve(session="s-1", round=1)
     assert end(support_bot, "s-1", summary="").status_code == 200
     again = end(support_bot, "s-1", summary="")
     assert again.status_code == 409
     assert again.json()["error"]["code"] == "conflict"
 
-    retrieve(support_bot, session="s-2", round=1)
+    support_bot.retrieve(session="s-2", round=1)
     other = end(support_bot, "s-2", summary="", principal="bob")
     assert other.status_code == 400
     assert "session" in other.json()["error"]["fields"]
@@ -198,10 +159,9 @@ def test_slot_from_round_one_comes_back_every_later_round_of_its_session_only(
 ) -> None:
     # Alice is new (R9 "new" mode): long-term memory about her is withheld, but
     # what she says in this session is this session's state.
-    first = retrieve(support_bot, session="s-1", round=1)
+    first = support_bot.retrieve(session="s-1", round=1)
     assert first["mode"] == "new"
-    slot = write(
-        support_bot,
+    slot = support_bot.write(
         kind="slot",
         key="deployment_region",
         statement="Deploys to eu-west-2",
@@ -209,19 +169,19 @@ def test_slot_from_round_one_comes_back_every_later_round_of_its_session_only(
         session="s-1",
     )
     assert slot["status"] == "active"
-    elsewhere = retrieve(support_bot, session="s-2", round=1)  # her other, concurrent session
+    elsewhere = support_bot.retrieve(session="s-2", round=1)  # her other, concurrent session
 
     slot_line = f"{ITEM_PREFIX}Deploys to eu-west-2 [SOURCE: chat:s-1/msg-2 | AUTHORITY: 4 | AGE: 0 days]"
     expected = "\n".join([PRIORITY, NEW_LINE]) + BLOCK_SEPARATOR + "\n".join([ROUND_HEADING, slot_line])
     # Per round, with an empty query and with an unrelated one: slots are never "low relevance".
-    second = retrieve(support_bot, session="s-1", round=2)
-    third = retrieve(support_bot, session="s-1", round=3, query="What does the invoice say?")
+    second = support_bot.retrieve(session="s-1", round=2)
+    third = support_bot.retrieve(session="s-1", round=3, query="What does the invoice say?")
     assert second["context"] == expected
     assert third["context"] == expected
     assert [item["fact_id"] for item in second["items"]] == [slot["fact"]["id"]]
 
     # Never in another session, not even as an excluded candidate.
-    later_elsewhere = retrieve(support_bot, session="s-2", round=2)
+    later_elsewhere = support_bot.retrieve(session="s-2", round=2)
     for data in (first, elsewhere, later_elsewhere):
         assert slot["fact"]["id"] not in reasons(data["retrieval_id"])
         assert "eu-west-2" not in data["context"]
@@ -230,15 +190,15 @@ def test_slot_from_round_one_comes_back_every_later_round_of_its_session_only(
     ended = end(support_bot, "s-1", summary="")
     assert ended.json()["slots_ended"] == 1
     assert Fact.objects.get(pk=slot["fact"]["id"]).status == "out_of_scope"
-    after = retrieve(support_bot, session="s-1", round=4)
+    after = support_bot.retrieve(session="s-1", round=4)
     assert reasons(after["retrieval_id"])[slot["fact"]["id"]] == "not_active"
     assert "eu-west-2" not in after["context"]
-    next_session = retrieve(support_bot, session="s-3", round=1)
+    next_session = support_bot.retrieve(session="s-3", round=1)
     assert slot["fact"]["id"] not in reasons(next_session["retrieval_id"])
 
 
 def test_a_slot_cannot_be_written_to_an_ended_session(support_bot: AgentPersona) -> None:
-    retrieve(support_bot, session="s-1", round=1)
+    support_bot.retrieve(session="s-1", round=1)
     end(support_bot, "s-1", summary="")
     body = {
         "principal": "alice",
@@ -309,16 +269,15 @@ def _last_seen(days: int) -> None:
 def test_next_session_block_follows_time_since_last_seen(
     support_bot: AgentPersona, days: int, mode: str, expected: list[str]
 ) -> None:
-    write(support_bot, statement=PROFILE, ref="chat:1")
-    write(
-        support_bot,
+    support_bot.write(statement=PROFILE, ref="chat:1")
+    support_bot.write(
         principal=None,
         kind="project_fact",
         statement="Support hours are 9:00-17:00 CET",
         source="documentation",
         ref="docs/support.md",
     )
-    retrieve(support_bot, session="s-1", round=1)
+    support_bot.retrieve(session="s-1", round=1)
     ended = end(
         support_bot,
         "s-1",
@@ -329,7 +288,7 @@ def test_next_session_block_follows_time_since_last_seen(
     assert ended["summary"]["status"] == "active"
     _last_seen(days)
 
-    data = retrieve(support_bot, session="s-2", round=1)
+    data = support_bot.retrieve(session="s-2", round=1)
 
     assert data["mode"] == mode
     assert data["context"] == "\n".join(expected)

@@ -8,10 +8,7 @@ statement's identifying values, never its text or an embedding.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from django.utils import timezone
 
 from governance.models import Tombstone
 from tests.personas import AgentPersona
@@ -19,18 +16,6 @@ from tests.personas import AgentPersona
 pytestmark = pytest.mark.django_db
 
 HOME = "I live at 12 Elm Street, Springfield."
-
-
-def write(agent: AgentPersona, statement: str, principal: str = "alice", ref: str = "chat:1") -> Any:
-    body = {
-        "principal": principal,
-        "kind": "profile",
-        "statement": statement,
-        "source": {"type": "user_statement", "ref": ref, "observed_at": timezone.now().isoformat()},
-    }
-    response = agent.client.post("/api/v1/writes", body, format="json")
-    assert response.status_code == 201, response.content
-    return response.json()
 
 
 def withdraw(agent: AgentPersona, fact_id: int) -> None:
@@ -42,29 +27,19 @@ def withdraw(agent: AgentPersona, fact_id: int) -> None:
     assert response.status_code == 200, response.content
 
 
-def context(agent: AgentPersona, principal: str = "alice", session: str = "s-1") -> str:
-    response = agent.client.post(
-        "/api/v1/retrieve",
-        {"principal": principal, "session": session, "round": 1, "identity_verified": True},
-        format="json",
-    )
-    assert response.status_code == 200, response.content
-    return str(response.json()["context"])
-
-
 def test_a_rewording_of_a_withdrawn_address_is_held(support_bot: AgentPersona) -> None:
-    withdraw(support_bot, write(support_bot, HOME)["fact"]["id"])
+    withdraw(support_bot, support_bot.write(HOME)["fact"]["id"])
 
-    again = write(support_bot, "The user mentioned their home is 12 Elm Street in Springfield.", ref="chat:2")
+    again = support_bot.write("The user mentioned their home is 12 Elm Street in Springfield.", ref="chat:2")
 
     assert again["status"] == "quarantined"
     finding = next(f for f in again["findings"] if f["check"] == "tombstoned")
     assert "street address" in finding["detail"] and "Elm" not in finding["detail"]
-    assert "Elm Street" not in context(support_bot)
+    assert "Elm Street" not in support_bot.retrieve()["context"]
 
 
 def test_the_tombstone_keeps_no_text(support_bot: AgentPersona) -> None:
-    withdraw(support_bot, write(support_bot, HOME)["fact"]["id"])
+    withdraw(support_bot, support_bot.write(HOME)["fact"]["id"])
 
     tombstone = Tombstone.objects.get()
     assert len(tombstone.value_digests) == 3
@@ -82,15 +57,15 @@ def test_the_tombstone_keeps_no_text(support_bot: AgentPersona) -> None:
 def test_ordinary_statements_sharing_a_common_value_are_not_blocked(
     support_bot: AgentPersona, ordinary: str
 ) -> None:
-    withdraw(support_bot, write(support_bot, HOME)["fact"]["id"])
+    withdraw(support_bot, support_bot.write(HOME)["fact"]["id"])
 
-    assert write(support_bot, ordinary, ref="chat:2")["status"] == "active"
-    assert ordinary in context(support_bot)
+    assert support_bot.write(ordinary, ref="chat:2")["status"] == "active"
+    assert ordinary in support_bot.retrieve()["context"]
 
 
 def test_another_persons_address_is_not_blocked(support_bot: AgentPersona) -> None:
-    withdraw(support_bot, write(support_bot, HOME)["fact"]["id"])
+    withdraw(support_bot, support_bot.write(HOME)["fact"]["id"])
 
     assert (
-        write(support_bot, "Bob lives at 12 Elm Street, Springfield.", principal="bob")["status"] == "active"
+        support_bot.write("Bob lives at 12 Elm Street, Springfield.", principal="bob")["status"] == "active"
     )

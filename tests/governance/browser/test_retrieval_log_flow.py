@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from django.utils import timezone
 from playwright.sync_api import Page, expect
 
 from governance.rules.labels import label_for
@@ -12,57 +11,28 @@ from tests.personas import PASSWORD
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def write(agent, *, principal: str, key: str | None, statement: str, ref: str) -> dict:
-    response = agent.client.post(
-        "/api/v1/writes",
-        {
-            "principal": principal,
-            "kind": "profile",
-            "key": key,
-            "statement": statement,
-            "source": {"type": "user_statement", "ref": ref, "observed_at": timezone.now().isoformat()},
-        },
-        format="json",
-    )
-    assert response.status_code == 201, response.content
-    return response.json()
-
-
-def retrieve(agent, *, principal: str, session: str) -> dict:
-    response = agent.client.post(
-        "/api/v1/retrieve",
-        {"principal": principal, "session": session, "query": "", "round": 1, "identity_verified": True},
-        format="json",
-    )
-    assert response.status_code == 200, response.content
-    return response.json()
-
-
 def test_auditor_filters_by_reason_and_reads_an_event(page: Page, live_server, auditor, support_bot):
     # The region change: us-east-1 is superseded by eu-west-2 (R6), so the event explains it.
-    write(
-        support_bot,
+    support_bot.write(
         principal="alice",
         key="deployment_region",
         statement="Deploys to us-east-1",
         ref="chat:1",
     )
-    write(
-        support_bot,
+    support_bot.write(
         principal="alice",
         key="deployment_region",
         statement="Deploys to eu-west-2",
         ref="chat:2",
     )
-    write(
-        support_bot,
+    support_bot.write(
         principal="alice",
         key=None,
         statement="Prefers answers < 100 words & bullet lists",
         ref="chat:3",
     )
-    region = retrieve(support_bot, principal="alice", session="s-alice")
-    other = retrieve(support_bot, principal="bob", session="s-bob")
+    region = support_bot.retrieve(principal="alice", session="s-alice")
+    other = support_bot.retrieve(principal="bob", session="s-bob")
     event = support_bot.client.get(f"/api/v1/retrievals/{region['retrieval_id']}").json()
     reasons = {c["fact_id"]: c["reason"] for c in event["candidates"]}
     assert "superseded" in reasons.values()

@@ -8,7 +8,6 @@ export, and every text, JSON and vector column of the database.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 import pytest
 from django.apps import apps
@@ -42,34 +41,6 @@ STATEMENT = "Prefers dark mode in every code editor she uses"
 # A distinctive piece of it: catches truncated quotes as well as whole copies.
 FRAGMENT = "dark mode in every code editor"
 VECTOR = [0.25] * 384
-
-
-def write(agent: AgentPersona, statement: str, *, principal: str | None = "alice", **extra: Any) -> dict:
-    body = {
-        "principal": principal,
-        "kind": extra.pop("kind", "preference"),
-        "key": extra.pop("key", None),
-        "statement": statement,
-        "source": {
-            "type": extra.pop("source", "user_statement"),
-            "ref": extra.pop("ref", "chat:1"),
-            "observed_at": (timezone.now() - timedelta(minutes=1)).isoformat(),
-        },
-        **extra,
-    }
-    response = agent.client.post("/api/v1/writes", body, format="json")
-    assert response.status_code == 201, response.content
-    return response.json()
-
-
-def retrieve(agent: AgentPersona, session: str, round: int = 1, principal: str = "alice") -> dict:
-    response = agent.client.post(
-        "/api/v1/retrieve",
-        {"principal": principal, "session": session, "query": "", "round": round, "identity_verified": True},
-        format="json",
-    )
-    assert response.status_code == 200, response.content
-    return response.json()
 
 
 def reason_for(retrieval: dict, fact_id: int) -> str | None:
@@ -122,12 +93,12 @@ def vectors_equal_to(vector: list[float]) -> list[tuple[str, str, int]]:
 @pytest.fixture
 def remembered(support_bot):
     """The statement as an active, embedded fact that agents were given and a summary was made after."""
-    created = write(support_bot, STATEMENT, key="editor_theme")
+    created = support_bot.write(STATEMENT, key="editor_theme", kind="preference")
     fact_id = created["fact"]["id"]
     assert created["status"] == "active"
     Fact.objects.filter(pk=fact_id).update(embedding=VECTOR, embedded_at=timezone.now())
-    first = retrieve(support_bot, "s-1")
-    cached = retrieve(support_bot, "s-1", round=2)
+    first = support_bot.retrieve("s-1")
+    cached = support_bot.retrieve("s-1", round=2)
     assert STATEMENT in first["context"] and STATEMENT in cached["context"]
     ended = support_bot.client.post(
         "/api/v1/sessions/s-1/end",
@@ -141,10 +112,12 @@ def remembered(support_bot):
         format="json",
     )
     assert ended.status_code in (200, 201), ended.content
-    open_session = retrieve(support_bot, "s-2")
+    open_session = support_bot.retrieve("s-2")
     assert STATEMENT in open_session["context"]
     # A conflicting low-trust write waits for review; its conflict finding quotes the statement.
-    conflicting = write(support_bot, "Prefers light mode", key="editor_theme", source="chat_message")
+    conflicting = support_bot.write(
+        "Prefers light mode", key="editor_theme", source="chat_message", kind="preference"
+    )
     assert any(FRAGMENT in f["detail"] for f in conflicting["findings"])
     return fact_id
 
@@ -163,13 +136,13 @@ def withdraw(agent: AgentPersona, fact_id: int, reason: str = f"She asked us to 
 def test_withdrawn_fact_is_absent_from_retrieval(support_bot, remembered):
     withdraw(support_bot, remembered)
 
-    fresh = retrieve(support_bot, "s-3")
+    fresh = support_bot.retrieve("s-3")
     assert FRAGMENT not in fresh["context"]
     assert remembered not in [item["fact_id"] for item in fresh["items"]]
     assert reason_for(fresh, remembered) == "withdrawn"
     # The open session's cached block (R12) was dropped, so round 2 recomputes without it.
     assert not SessionBlock.objects.filter(session__external_id="s-2").exists()
-    later_round = retrieve(support_bot, "s-2", round=2)
+    later_round = support_bot.retrieve("s-2", round=2)
     assert FRAGMENT not in later_round["context"]
 
 
@@ -295,11 +268,11 @@ def test_withdrawing_twice_is_refused(support_bot, remembered):
     ids=["identical", "whitespace-and-case-variant"],
 )
 def test_resubmitting_a_withdrawn_statement_is_quarantined_as_tombstoned(support_bot, resubmitted):
-    created = write(support_bot, STATEMENT, key="editor_theme")
+    created = support_bot.write(STATEMENT, key="editor_theme", kind="preference")
     withdraw(support_bot, created["fact"]["id"])
     tombstone = Tombstone.objects.get(fact_id=created["fact"]["id"])
 
-    again = write(support_bot, resubmitted, key="editor_theme")
+    again = support_bot.write(resubmitted, key="editor_theme", kind="preference")
 
     assert again["status"] == "quarantined"
     tombstoned = [f for f in again["findings"] if f["check"] == "tombstoned"]
@@ -307,7 +280,7 @@ def test_resubmitting_a_withdrawn_statement_is_quarantined_as_tombstoned(support
     assert f"tombstone {tombstone.pk}" in tombstoned[0]["detail"]
     assert Fact.objects.get(pk=again["fact"]["id"]).status == "quarantined"
     # Quarantined, not re-learned: nothing about it reaches the agent.
-    assert FRAGMENT not in retrieve(support_bot, "s-9")["context"].lower()
+    assert FRAGMENT not in support_bot.retrieve("s-9")["context"].lower()
 
 
 # --- expiration -------------------------------------------------------------------------
@@ -316,17 +289,16 @@ def test_resubmitting_a_withdrawn_statement_is_quarantined_as_tombstoned(support
 def test_a_fact_past_valid_to_is_excluded_before_and_after_the_sweep_and_the_sweep_is_idempotent(
     support_bot,
 ):
-    lapsed = write(
-        support_bot,
+    lapsed = support_bot.write(
         "On call for the payments team this week",
         kind="profile",
         valid_to=(timezone.now() + timedelta(hours=1)).isoformat(),
     )["fact"]["id"]
-    current = write(support_bot, "Works from the Lisbon office", kind="profile")["fact"]["id"]
+    current = support_bot.write("Works from the Lisbon office", kind="profile")["fact"]["id"]
     # Its validity ends: the sweep has not run yet.
     Fact.objects.filter(pk=lapsed).update(valid_to=timezone.now() - timedelta(minutes=5))
 
-    before = retrieve(support_bot, "s-1")
+    before = support_bot.retrieve("s-1")
     assert Fact.objects.get(pk=lapsed).status == "active"
     assert "payments team" not in before["context"]
     assert reason_for(before, lapsed) == "expired"
@@ -338,7 +310,7 @@ def test_a_fact_past_valid_to_is_excluded_before_and_after_the_sweep_and_the_swe
     assert fact.status == "expired" and fact.status_reason.startswith("Validity ended")
     assert AuditEntry.objects.filter(action="fact.expired", object_id=str(lapsed)).count() == 1
     assert Fact.objects.get(pk=current).status == "active"
-    after = retrieve(support_bot, "s-2")
+    after = support_bot.retrieve("s-2")
     assert "payments team" not in after["context"]
     assert reason_for(after, lapsed) == "expired"
 
@@ -352,30 +324,30 @@ def test_a_fact_past_valid_to_is_excluded_before_and_after_the_sweep_and_the_swe
 
 
 def test_the_sweep_drops_cached_blocks_that_hold_an_expired_fact(support_bot):
-    lapsing = write(
-        support_bot,
+    lapsing = support_bot.write(
         "Covers the support rota on Fridays",
         valid_to=(timezone.now() + timedelta(hours=1)).isoformat(),
+        kind="preference",
     )["fact"]["id"]
-    retrieve(support_bot, "s-1")
+    support_bot.retrieve("s-1")
     assert lapsing in SessionBlock.objects.get(session__external_id="s-1").fact_ids
     Fact.objects.filter(pk=lapsing).update(valid_to=timezone.now() - timedelta(seconds=1))
 
     fact_service.expire_due_facts()
 
     assert not SessionBlock.objects.filter(session__external_id="s-1").exists()
-    assert "support rota" not in retrieve(support_bot, "s-1", round=2)["context"]
+    assert "support rota" not in support_bot.retrieve("s-1", round=2)["context"]
 
 
 # --- end of scope -----------------------------------------------------------------------
 
 
 def slot(agent: AgentPersona, statement: str, session: str) -> int:
-    return write(agent, statement, kind="slot", key="draft_ticket", session=session)["fact"]["id"]
+    return agent.write(statement, kind="slot", key="draft_ticket", session=session)["fact"]["id"]
 
 
 def test_retiring_an_agent_ends_its_slots_keeps_project_memory_and_stops_its_keys(project, support_bot):
-    kept = write(support_bot, "Prefers email over phone calls")["fact"]["id"]
+    kept = support_bot.write("Prefers email over phone calls", kind="preference")["fact"]["id"]
     working = slot(support_bot, "Drafting ticket 4411 about the billing export", "s-1")
     colleague = make_agent(project, "billing-bot")
     assert support_bot.client.get("/api/v1/principals/alice/memories").status_code == 200
@@ -393,7 +365,7 @@ def test_retiring_an_agent_ends_its_slots_keeps_project_memory_and_stops_its_key
     assert entry.reason == "Replaced by billing-bot" and entry.data["slots_ended"] == 1
     # Its key fails at once; the project's memory still serves the other agent.
     assert support_bot.client.get("/api/v1/principals/alice/memories").status_code == 401
-    assert "Prefers email over phone calls" in retrieve(colleague, "c-1")["context"]
+    assert "Prefers email over phone calls" in colleague.retrieve("c-1")["context"]
     # Retiring again changes nothing.
     assert agent_service.retire_agent(support_bot.agent, reason="again") == agent_service.ScopeEnded(0, 0)
 
@@ -421,14 +393,14 @@ def test_archiving_a_project_ends_all_its_facts_and_nothing_elsewhere(
     project, support_bot, config_bot, outsider_bot
 ):
     facts = [
-        write(support_bot, "Prefers email over phone calls")["fact"]["id"],
-        write(
-            config_bot, "The API runs on Python 3.13", principal=None, kind="project_fact", source="config"
-        )["fact"]["id"],
+        support_bot.write("Prefers email over phone calls", kind="preference")["fact"]["id"],
+        config_bot.write("The API runs on Python 3.13", principal=None, kind="project_fact", source="config")[
+            "fact"
+        ]["id"],
         slot(support_bot, "Drafting ticket 4413", "s-1"),
         propose(support_bot, "Mentioned they like jazz").fact_id,  # pending review
     ]
-    elsewhere = write(outsider_bot, "Prefers email over phone calls")["fact"]["id"]
+    elsewhere = outsider_bot.write("Prefers email over phone calls", kind="preference")["fact"]["id"]
 
     ended = agent_service.archive_project(
         project, reason="Customer offboarded", user=make_user("root", "admin")

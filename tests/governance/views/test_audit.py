@@ -35,16 +35,6 @@ def audra(client, auditor):
     return client
 
 
-def retrieve(bot, session: str = "s-1", principal: str = "alice") -> dict:
-    response = bot.client.post(
-        "/api/v1/retrieve",
-        {"principal": principal, "session": session, "query": "", "round": 1, "identity_verified": True},
-        format="json",
-    )
-    assert response.status_code == 200, response.content
-    return response.json()
-
-
 def rows(html: str) -> list[tuple[str, int]]:
     return [(source, int(pk)) for source, pk in re.findall(r'<tr data-source="(\w+)" data-id="(\d+)">', html)]
 
@@ -67,7 +57,7 @@ def story(support_bot, reviewer):
     # As in the console, where the middleware names the signed-in reviewer as the actor.
     with actor_scope("user:riley", user=reviewer):
         reviews.decide(pending.pk, reviews.Decision("approve", "Confirmed on the call"), reviewer=reviewer)
-    event = retrieve(support_bot)
+    event = support_bot.retrieve()
     other_person = propose(support_bot, "Prefers tea", source_type="user_statement", principal="bob")
     return {
         "old": first.fact_id,
@@ -98,7 +88,7 @@ def test_history_lists_audit_entries_and_retrievals_newest_first(audra, story, p
 
 
 def test_history_is_scoped_to_the_users_projects(client, story, outsider, outsider_bot):
-    retrieve(outsider_bot, principal="olga-customer")
+    outsider_bot.retrieve(principal="olga-customer")
     client.force_login(outsider)
 
     listed = rows(client.get(reverse("audit:history")).content.decode())
@@ -163,7 +153,7 @@ def test_filter_by_principal_and_period(audra, story):
 
 def test_keyset_pages_walk_everything_once(audra, story, project, monkeypatch, support_bot):
     for n in range(3):
-        retrieve(support_bot, session=f"s-page-{n}")
+        support_bot.retrieve(session=f"s-page-{n}")
     monkeypatch.setattr(audit_views, "PAGE_SIZE", 4)
     expected = AuditEntry.objects.filter(project=project).count() + 4
 
@@ -202,7 +192,7 @@ def test_history_page_query_count_does_not_grow_with_rows(audra, story, support_
         audra.get(reverse("audit:history"))
     for n in range(10):
         propose(support_bot, f"Owns {n + 3} houseplants", source_type="user_statement")
-        retrieve(support_bot, session=f"more-{n}")
+        support_bot.retrieve(session=f"more-{n}")
     with CaptureQueriesContext(connection) as many:
         audra.get(reverse("audit:history"))
     assert len(many) == len(few)

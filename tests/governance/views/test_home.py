@@ -35,3 +35,11 @@ def test_home_shows_queue_and_usage_metrics_of_my_projects_only(
     assert "ACME Corp" in body and "Globex" not in body
     assert '?status=pending_review">2</a>' in body
     assert 'reason=below_authority"' in body
+
+
+def test_console_requires_login_and_shows_home(client, reviewer):
+    assert client.get("/").status_code == 302
+    client.force_login(reviewer)
+    page = client.get("/")
+    assert page.status_code == 200
+    assert b"ACME Corp" in page.content

@@ -43,33 +43,6 @@ def shown(response) -> list[int]:
     return [int(i) for i in re.findall(r'<tr data-event="(\d+)"', response.content.decode())]
 
 
-def write(agent, *, principal="alice", kind="profile", key=None, statement, ref="chat:1", days_ago=0):
-    observed = timezone.now() - timedelta(days=days_ago)
-    response = agent.client.post(
-        "/api/v1/writes",
-        {
-            "principal": principal,
-            "kind": kind,
-            "key": key,
-            "statement": statement,
-            "source": {"type": "user_statement", "ref": ref, "observed_at": observed.isoformat()},
-        },
-        format="json",
-    )
-    assert response.status_code == 201, response.content
-    return response.json()
-
-
-def retrieve(agent, *, principal="alice", session="s-1"):
-    response = agent.client.post(
-        "/api/v1/retrieve",
-        {"principal": principal, "session": session, "query": "", "round": 1, "identity_verified": True},
-        format="json",
-    )
-    assert response.status_code == 200, response.content
-    return response.json()
-
-
 # --- the log -------------------------------------------------------------
 
 
@@ -249,9 +222,9 @@ def test_log_page_query_count_does_not_grow_with_rows(
 
 
 def test_event_page_shows_injected_text_and_every_candidates_decision(auditor_client, support_bot):
-    old = write(support_bot, key="deployment_region", statement="Deploys to us-east-1", ref="chat:1")
-    new = write(support_bot, key="deployment_region", statement="Deploys to eu-west-2", ref="chat:2")
-    data = retrieve(support_bot)
+    old = support_bot.write(key="deployment_region", statement="Deploys to us-east-1", ref="chat:1")
+    new = support_bot.write(key="deployment_region", statement="Deploys to eu-west-2", ref="chat:2")
+    data = support_bot.retrieve()
 
     response = auditor_client.get(f"/retrievals/{data['retrieval_id']}/")
     assert response.status_code == 200

@@ -13,7 +13,7 @@ from django.utils import timezone
 from governance.models import AuditEntry, Fact, RetrievalEvent
 from governance.services import checkpoints
 from tests.governance.database_helpers import tamper
-from tests.governance.services.test_lifecycle import STATEMENT, retrieve, withdraw, write
+from tests.governance.services.test_lifecycle import STATEMENT, withdraw
 
 # The tampering is done on the owner's connection, which sees only committed rows.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -31,9 +31,9 @@ def verify() -> tuple[int, str]:
 @pytest.fixture
 def served(support_bot: Any) -> tuple[int, list[int]]:
     """A fact an agent was given in two sessions: (fact id, retrieval event ids)."""
-    fact_id = write(support_bot, STATEMENT, key="editor_theme")["fact"]["id"]
+    fact_id = support_bot.write(STATEMENT, key="editor_theme", kind="preference")["fact"]["id"]
     Fact.objects.filter(pk=fact_id).update(embedding=[0.25] * 384, embedded_at=timezone.now())
-    events = [retrieve(support_bot, "s-1")["retrieval_id"], retrieve(support_bot, "s-2")["retrieval_id"]]
+    events = [support_bot.retrieve("s-1")["retrieval_id"], support_bot.retrieve("s-2")["retrieval_id"]]
     assert all(STATEMENT in e.context for e in RetrievalEvent.objects.filter(pk__in=events))
     return fact_id, events
 
@@ -114,7 +114,7 @@ def test_event_deleted_after_a_checkpoint_is_reported(served: tuple[int, list[in
 
 def test_a_new_retrieval_moves_the_checkpoint(support_bot: Any, served: tuple[int, list[int]]) -> None:
     checkpoints.write_checkpoints()
-    newest = retrieve(support_bot, "s-3")["retrieval_id"]
+    newest = support_bot.retrieve("s-3")["retrieval_id"]
 
     [checkpoint] = checkpoints.write_checkpoints()
 

@@ -27,7 +27,7 @@ from governance.services.facts import statement_digest
 from memoryadmin.database_roles import as_owner
 from tests.governance.database_helpers import tamper
 from tests.governance.services.test_lifecycle import rows_containing
-from tests.personas import AgentPersona, token_client
+from tests.personas import AgentPersona, token_client, write_body
 
 # The migration runs as the owner role, on its own connection: the rows it
 # re-keys must be committed.
@@ -45,15 +45,8 @@ def plain(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def post_write(bot: AgentPersona, statement: str, *, key: str | None = None) -> Any:
-    body = {
-        "principal": "alice",
-        "kind": "preference",
-        "statement": statement,
-        "source": {"type": "user_statement", "ref": "chat:1", "observed_at": "2026-11-30T09:00:00Z"},
-    }
-    headers: dict[str, Any] = {"HTTP_IDEMPOTENCY_KEY": key} if key else {}
-    return bot.client.post("/api/v1/writes", body, format="json", **headers)
+# A fixed observation time, so that a replay under the same idempotency key is the same body.
+SOURCE = {"type": "user_statement", "ref": "chat:1", "observed_at": "2026-11-30T09:00:00Z"}
 
 
 def withdraw(bot: AgentPersona, fact_id: int) -> None:
@@ -96,7 +89,7 @@ def run_migration() -> None:
 
 
 def test_the_digest_in_an_export_cannot_confirm_a_guessed_statement(support_bot, auditor):
-    created = post_write(support_bot, GONE).json()
+    created = support_bot.post_write(write_body(GONE, kind="preference", source=SOURCE)).json()
     withdraw(support_bot, created["fact"]["id"])
 
     body = export(auditor)
@@ -112,9 +105,11 @@ def test_the_digest_in_an_export_cannot_confirm_a_guessed_statement(support_bot,
 def before_keying(monkeypatch, support_bot) -> dict[str, Any]:
     """Rows as the code before keyed digests wrote them: plain SHA-256 everywhere, a chain that verifies."""
     monkeypatch.setattr(write_service, "statement_digest", plain)
-    kept = post_write(support_bot, KEPT, key="first-write")
+    kept = support_bot.post_write(
+        write_body(KEPT, kind="preference", source=SOURCE), HTTP_IDEMPOTENCY_KEY="first-write"
+    )
     assert kept.status_code == 201
-    gone = post_write(support_bot, GONE).json()
+    gone = support_bot.post_write(write_body(GONE, kind="preference", source=SOURCE)).json()
     withdraw(support_bot, gone["fact"]["id"])
     monkeypatch.undo()
     assert Fact.objects.get(pk=kept.json()["fact"]["id"]).statement_digest == plain(KEPT)
@@ -171,7 +166,9 @@ def test_migration_rekeys_every_stored_digest_and_the_chain_still_verifies(
     assert "keyed digests" in marker.reason and "R8" not in marker.reason
 
     # The idempotency digest was re-keyed too: the same key and body still replays the first write.
-    replay = post_write(support_bot, KEPT, key="first-write")
+    replay = support_bot.post_write(
+        write_body(KEPT, kind="preference", source=SOURCE), HTTP_IDEMPOTENCY_KEY="first-write"
+    )
     assert replay.status_code in (200, 201), replay.content
     assert replay.json()["id"] == before_keying["kept"]["id"]
 

@@ -1,0 +1,88 @@
+"""services.retrievals as such: retrieve() and record_feedback(), without the API in between.
+
+The API's tests (api/test_retrieve.py, api/test_feedback.py) check the answer agents
+get; these check what one retrieval records and what it refuses.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from governance.models import RetrievalCandidate, RetrievalEvent, RetrievalFeedback, Session
+from governance.services import retrievals
+from governance.services.retrievals import RetrieveRequest
+from tests.personas import AgentPersona
+
+pytestmark = pytest.mark.django_db
+
+
+def ask(
+    bot: AgentPersona, session: str | None = "s-1", *, round: int = 1, identity_verified: bool = True
+) -> tuple[RetrievalEvent, retrievals.Retrieval]:
+    return retrievals.retrieve(
+        bot.agent,
+        RetrieveRequest(
+            principal="alice", session=session, query="", round=round, identity_verified=identity_verified
+        ),
+    )
+
+
+@pytest.fixture
+def remembered(support_bot: AgentPersona, config_bot: AgentPersona) -> dict[str, int]:
+    return {
+        "city": support_bot.write("Lives in Leeds", key="home_city")["fact"]["id"],
+        "office": config_bot.write(
+            "The office closes at 6pm", principal=None, kind="project_fact", source="config"
+        )["fact"]["id"],
+        "bob": support_bot.write("Lives in York", principal="bob", key="home_city")["fact"]["id"],
+    }
+
+
+def test_one_event_records_a_decision_for_every_candidate_and_the_context_it_sent(support_bot, remembered):
+    event, result = ask(support_bot)
+
+    assert RetrievalEvent.objects.get() == event
+    decisions = dict(RetrievalCandidate.objects.filter(event=event).values_list("fact_id", "decision"))
+    # Bob's fact is never a candidate for Alice; hers and the project's are selected.
+    assert decisions == {remembered["city"]: "selected", remembered["office"]: "selected"}
+    assert "Lives in Leeds" in event.context and "office closes" in event.context
+    assert "York" not in event.context
+    assert {item.fact_id for item in result.selected} == {remembered["city"], remembered["office"]}
+    assert event.session is not None and event.session == Session.objects.get(external_id="s-1")
+
+
+def test_an_unverified_identity_gets_project_facts_only(support_bot, remembered):
+    event, _ = ask(support_bot, identity_verified=False)
+
+    assert "office closes" in event.context
+    assert "Leeds" not in event.context
+    selected = set(
+        RetrievalCandidate.objects.filter(event=event, decision="selected").values_list("fact_id", flat=True)
+    )
+    assert selected == {remembered["office"]}
+
+
+def test_a_later_round_reuses_the_session_start_block(support_bot, remembered):
+    _, first_result = ask(support_bot)
+    later, later_result = ask(support_bot, round=2)
+
+    assert first_result.cached is False and later_result.cached is True
+    assert "Lives in Leeds" in later.context
+    assert RetrievalEvent.objects.count() == 2
+
+
+def test_feedback_names_only_what_the_retrieval_gave_and_is_stored_once(support_bot, remembered):
+    event, _ = ask(support_bot)
+
+    with pytest.raises(retrievals.FeedbackError) as stray:
+        retrievals.record_feedback(support_bot.agent, event, used=[remembered["bob"]], wrong=[])
+    assert stray.value.field == "used"
+    assert not RetrievalFeedback.objects.exists()
+
+    feedback = retrievals.record_feedback(
+        support_bot.agent, event, used=[remembered["city"]], wrong=[remembered["office"]]
+    )
+    assert (feedback.used, feedback.wrong) == ([remembered["city"]], [remembered["office"]])
+    with pytest.raises(retrievals.FeedbackError) as twice:
+        retrievals.record_feedback(support_bot.agent, event, used=[], wrong=[])
+    assert twice.value.conflict is True

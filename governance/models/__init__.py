@@ -15,7 +15,7 @@ from governance.models.projects import (
     Project,
     Session,
 )
-from governance.models.retrievals import RetrievalCandidate, RetrievalEvent, RetrievalFeedback
+from governance.models.retrievals import CandidateRecord, RetrievalEvent, RetrievalFeedback
 from governance.models.sessions import SessionBlock
 from governance.models.writes import ReviewDecision, Write
 
@@ -24,6 +24,7 @@ __all__ = [
     "AgentKey",
     "AuditCheckpoint",
     "AuditEntry",
+    "CandidateRecord",
     "ChangeApproval",
     "ErasureGrant",
     "EvaluationRun",
@@ -38,7 +39,6 @@ __all__ = [
     "PolicyVersion",
     "Principal",
     "Project",
-    "RetrievalCandidate",
     "RetrievalEvent",
     "RetrievalFeedback",
     "ReviewDecision",

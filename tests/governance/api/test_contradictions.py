@@ -18,7 +18,8 @@ import yaml
 from django.db import transaction
 from django.utils import timezone
 
-from governance.models import Fact, RetrievalCandidate, Supersession, Write
+from governance.models import Fact, Supersession, Write
+from tests.helpers import candidate
 from tests.personas import AgentPersona
 
 pytestmark = pytest.mark.django_db
@@ -57,7 +58,7 @@ def retrieve(agent: AgentPersona, principal: str | None = "alice", session: str 
 
 
 def reason_for(data: Any, fact_id: int) -> str | None:
-    return RetrievalCandidate.objects.get(event_id=data["retrieval_id"], fact_id=fact_id).reason
+    return candidate(data["retrieval_id"], fact_id).reason
 
 
 def test_a_switch_of_language_injects_only_the_new_one(support_bot: AgentPersona) -> None:

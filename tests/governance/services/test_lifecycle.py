@@ -19,7 +19,6 @@ from governance.context import actor_scope
 from governance.models import (
     AuditEntry,
     Fact,
-    RetrievalCandidate,
     ReviewDecision,
     Session,
     SessionBlock,
@@ -32,6 +31,7 @@ from governance.services import facts as fact_service
 from governance.services.audit import verify_chain
 from governance.tasks import expire_facts
 from tests.governance.review_helpers import propose
+from tests.helpers import candidate
 from tests.personas import AgentPersona, make_agent, make_user, token_client
 
 pytestmark = pytest.mark.django_db
@@ -73,7 +73,7 @@ def retrieve(agent: AgentPersona, session: str, round: int = 1, principal: str =
 
 
 def reason_for(retrieval: dict, fact_id: int) -> str | None:
-    return RetrievalCandidate.objects.get(event_id=retrieval["retrieval_id"], fact_id=fact_id).reason
+    return candidate(retrieval["retrieval_id"], fact_id).reason
 
 
 def text_columns() -> list[tuple[str, str]]:

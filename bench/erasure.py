@@ -52,13 +52,13 @@ from governance.models import (  # noqa: E402
     Fact,
     Principal,
     Project,
-    RetrievalCandidate,
     RetrievalEvent,
     ReviewDecision,
     Session,
     SessionBlock,
     Write,
 )
+from governance.models.retrievals import encode_candidate  # noqa: E402
 from governance.rules import erasure as rules  # noqa: E402
 from governance.rules.text import statement_fingerprint  # noqa: E402
 from governance.selectors import erasures as selectors  # noqa: E402
@@ -172,16 +172,15 @@ def populate(
             excluded_count=0,
             created_at=now - timedelta(minutes=events - i),
         )
+        event.candidate_data = [
+            encode_candidate(f.pk, "selected", None, r, "recent", 2, False, 0, {})
+            for r, f in enumerate(chosen, start=1)
+        ]
+        event.candidate_fact_ids = event.selected_fact_ids = [f.pk for f in chosen]
         event.context_seal = checkpoints.seal_retrieval(
-            project.pk, agent.pk, event.created_at, event.query, event.context
+            project.pk, agent.pk, event.created_at, event.query, event.context, event.candidate_data
         )
         event.save()
-        RetrievalCandidate.objects.bulk_create(
-            [
-                RetrievalCandidate(event=event, fact=f, decision="selected", rank=r, age_days=2)
-                for r, f in enumerate(chosen)
-            ]
-        )
         SessionBlock.objects.get_or_create(
             session=session,
             principal=person,

@@ -259,6 +259,8 @@ def seed(facts: int, events: int, writes: int, rng: random.Random) -> dict[str, 
         print(f"  {cursor.rowcount:,} writes", flush=True)
         if events:
             _seed_events(cursor, agents[0], events)
+        if not _candidate_rows(cursor):
+            cursor.execute(FLOOR_CANDIDATES)
         began = time.perf_counter()
         cursor.execute("VACUUM ANALYZE")
         print(f"  VACUUM ANALYZE in {time.perf_counter() - began:.0f} s", flush=True)
@@ -370,21 +372,74 @@ def _seed_events(cursor: Any, agent: Any, events: int) -> None:
             "n": events,
         },
     )
-    cursor.execute(
-        """
-        INSERT INTO governance_retrievalcandidate
-            (event_id, fact_id, decision, reason, rank, tier, age_days, per_round, scores, tokens)
-        SELECT e.id, (%(facts)s::bigint[])[1 + ((e.id * 31 + k * 7) %% cardinality(%(facts)s::bigint[]))],
-            CASE WHEN k < 2 THEN 'selected' ELSE 'excluded' END,
-            CASE WHEN k < 2 THEN NULL ELSE 'stale' END,
-            CASE WHEN k < 2 THEN k + 1 ELSE NULL END, 'recent', 3, false,
-            '{"total": 0.5, "relevance": 0.4, "freshness": 0.9, "confidence": 0.6}'::jsonb, 14
-        FROM governance_retrievalevent e, generate_series(0, 2) AS k
-        WHERE e.agent_id = %(agent)s
-        """,
-        {"facts": facts, "agent": agent.pk},
-    )
+    if _candidate_rows(cursor):
+        cursor.execute(
+            """
+            INSERT INTO governance_retrievalcandidate
+                (event_id, fact_id, decision, reason, rank, tier, age_days, per_round, scores, tokens)
+            SELECT e.id, (%(facts)s::bigint[])[1 + ((e.id * 31 + k * 7) %% cardinality(%(facts)s::bigint[]))],
+                CASE WHEN k < 2 THEN 'selected' ELSE 'excluded' END,
+                CASE WHEN k < 2 THEN NULL ELSE 'stale' END,
+                CASE WHEN k < 2 THEN k + 1 ELSE NULL END, 'recent', 3, false,
+                '{"total": 0.5, "relevance": 0.4, "freshness": 0.9, "confidence": 0.6}'::jsonb, 14
+            FROM governance_retrievalevent e, generate_series(0, 2) AS k
+            WHERE e.agent_id = %(agent)s
+            """,
+            {"facts": facts, "agent": agent.pk},
+        )
+    else:
+        # The same three candidates, in the event's own row (CandidateRecord's form).
+        # Seeding skips the append-only trigger as the tables' owner (this is its own
+        # server, autocommit, hence a session setting reset right after).
+        cursor.execute("SET pgtrigger.ignore = '{pgtrigger_retrieval_no_update_9b4ab}'")
+        cursor.execute(
+            """
+            UPDATE governance_retrievalevent e
+               SET candidate_data = c.data, candidate_fact_ids = c.ids, selected_fact_ids = c.ids[1:2]
+              FROM (
+                  SELECT e2.id,
+                         jsonb_agg(jsonb_build_array(f.fact, CASE WHEN k < 2 THEN NULL ELSE 'stale' END,
+                             CASE WHEN k < 2 THEN k + 1 ELSE NULL END, 'recent', 3, 0, 14, 0.4, 0.9, 0.6, 0.5)
+                             ORDER BY k) AS data,
+                         array_agg(f.fact ORDER BY k) AS ids
+                    FROM governance_retrievalevent e2, generate_series(0, 2) AS k,
+                         LATERAL (SELECT (%(facts)s::bigint[])[1 + ((e2.id * 31 + k * 7)
+                             %% cardinality(%(facts)s::bigint[]))] AS fact) AS f
+                   WHERE e2.agent_id = %(agent)s
+                   GROUP BY e2.id
+              ) AS c
+             WHERE e.id = c.id
+            """,
+            {"facts": facts, "agent": agent.pk},
+        )
+        cursor.execute("RESET pgtrigger.ignore")
     print(f"  {events:,} events with 3 candidates each in {time.perf_counter() - started:.0f} s", flush=True)
+
+
+_CANDIDATE_ROWS: list[bool] = []
+
+
+def _candidate_rows(cursor: Any) -> bool:
+    """Does this checkout still store one row per candidate (main before issue 13's second round)?"""
+    if not _CANDIDATE_ROWS:
+        cursor.execute("SELECT to_regclass('governance_retrievalcandidate') IS NOT NULL")
+        _CANDIDATE_ROWS.append(bool(cursor.fetchone()[0]))
+    return _CANDIDATE_ROWS[0]
+
+
+# The floor's candidate rows: the issue defines the floor with 20 candidate rows,
+# so a checkout without that table gets one of the same shape, for the floor only.
+FLOOR_CANDIDATES = """
+CREATE TABLE IF NOT EXISTS bench_floor_candidate (
+    id bigserial PRIMARY KEY,
+    event_id bigint NOT NULL REFERENCES governance_retrievalevent (id) DEFERRABLE INITIALLY DEFERRED,
+    fact_id bigint NOT NULL REFERENCES governance_fact (id) DEFERRABLE INITIALLY DEFERRED,
+    decision varchar(16) NOT NULL, reason varchar(32), rank integer, tier varchar(16),
+    age_days integer NOT NULL, per_round boolean NOT NULL, scores jsonb NOT NULL, tokens integer NOT NULL
+);
+CREATE INDEX IF NOT EXISTS bench_floor_candidate_fact ON bench_floor_candidate (fact_id, event_id);
+CREATE INDEX IF NOT EXISTS bench_floor_candidate_event ON bench_floor_candidate (event_id);
+"""
 
 
 def _bucket_name(low: int, high: int) -> str:
@@ -423,8 +478,9 @@ def floor(agent: Any, principal_id: int, vector: str) -> float:
         params: list[Any] = []
         for row in rows:
             params += [event_id, row[0]]
+        table = "governance_retrievalcandidate" if _candidate_rows(cursor) else "bench_floor_candidate"
         cursor.execute(
-            "INSERT INTO governance_retrievalcandidate (event_id, fact_id, decision, reason, rank, tier, "
+            f"INSERT INTO {table} (event_id, fact_id, decision, reason, rank, tier, "
             f"age_days, per_round, scores, tokens) VALUES {values}",
             params,
         )
@@ -758,12 +814,17 @@ def event_bytes(agent: Any, since_id: int) -> dict[str, Any]:
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            SELECT count(*), avg(pg_column_size(e.*) + 28),
+        if _candidate_rows(cursor):
+            per_event = """
                    avg((SELECT coalesce(sum(pg_column_size(c.*) + 28), 0) FROM governance_retrievalcandidate c
                         WHERE c.event_id = e.id)),
-                   avg((SELECT count(*) FROM governance_retrievalcandidate c WHERE c.event_id = e.id))
+                   avg((SELECT count(*) FROM governance_retrievalcandidate c WHERE c.event_id = e.id))"""
+        else:
+            # Candidates are inside the event row (its size includes them); no rows apart.
+            per_event = "0, avg(e.candidate_count)"
+        cursor.execute(
+            f"""
+            SELECT count(*), avg(pg_column_size(e.*) + 28), {per_event}
             FROM governance_retrievalevent e WHERE e.id > %s AND e.agent_id = %s AND e.query <> 'floor'
             """,
             [since_id, agent.pk],

@@ -29,3 +29,12 @@ def run_async(coroutine: Any) -> Any:
 
     with ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, coroutine).result()
+
+
+def candidate(retrieval_id: int, fact_id: int) -> Any:
+    """How retrieval ``retrieval_id`` recorded fact ``fact_id`` among its candidates (R14)."""
+    from governance.models import RetrievalEvent
+
+    event = RetrievalEvent.objects.get(pk=retrieval_id)
+    [found] = [c for c in event.candidates if c.fact_id == fact_id]
+    return found

@@ -308,7 +308,12 @@ def make_retrieval_event(agent: Agent, **fields: Any) -> RetrievalEvent:
     values.setdefault(
         "context_seal",
         checkpoints.seal_retrieval(
-            agent.project_id, agent.pk, values["created_at"], values.get("query", ""), values["context"]
+            agent.project_id,
+            agent.pk,
+            values["created_at"],
+            values.get("query", ""),
+            values["context"],
+            values.get("candidate_data", []),
         ),
     )
     return RetrievalEvent.objects.create(

@@ -13,7 +13,7 @@ from governance import access
 from governance.api.base import GovernanceAPIView, check_period
 from governance.api.schema import Timestamp
 from governance.models import RetrievalEvent
-from governance.models.retrievals import MODES, REASONS
+from governance.rules.retrieval import MODES, REASONS
 from governance.selectors import retrievals as selectors
 
 DEFAULT_LIMIT = 50

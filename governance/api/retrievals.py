@@ -14,7 +14,7 @@ from governance.api.limits import MAX_ROUND, db_id
 from governance.api.schema import Number, Timestamp, error_response
 from governance.models import RetrievalEvent
 from governance.models.credentials import KeyScope
-from governance.models.retrievals import MODES, REASONS
+from governance.rules.retrieval import MODES, REASONS
 from governance.services import retrievals as retrieval_service
 from governance.services.sessions import SessionError
 
@@ -131,7 +131,7 @@ def event_detail(event: RetrievalEvent) -> dict[str, object]:
                 "per_round": c.per_round,
                 "rank": c.rank,
             }
-            for c in event.candidates.all()
+            for c in event.ranked_candidates()
         ],
         "candidate_count": event.candidate_count,
         "excluded": event.excluded_count,

@@ -8,7 +8,7 @@ from governance.models.feed import FeedDelivery, FeedEvent, WebhookEndpoint
 from governance.models.jobs import Job
 from governance.models.policies import ChangeApproval, PolicyDraft, PolicyVersion
 from governance.models.projects import Agent, Membership, Principal, Project
-from governance.models.retrievals import RetrievalCandidate, RetrievalEvent, RetrievalFeedback
+from governance.models.retrievals import CandidateRecord, RetrievalEvent, RetrievalFeedback
 from governance.models.sessions import Session, SessionBlock
 from governance.models.writes import ReviewDecision, Write
 
@@ -17,6 +17,7 @@ __all__ = [
     "AgentKey",
     "AuditCheckpoint",
     "AuditEntry",
+    "CandidateRecord",
     "ChangeApproval",
     "ErasureGrant",
     "EvaluationRun",
@@ -31,7 +32,6 @@ __all__ = [
     "PolicyVersion",
     "Principal",
     "Project",
-    "RetrievalCandidate",
     "RetrievalEvent",
     "RetrievalFeedback",
     "ReviewDecision",

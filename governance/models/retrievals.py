@@ -1,7 +1,12 @@
-"""Retrieval events and their candidates: append-only (R14, R15)."""
+"""Retrieval events, each with its candidates in the same row: append-only (R14, R15)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models import Q
@@ -14,6 +19,85 @@ from governance.models.projects import Agent, Principal, Project
 from governance.models.search import full_text_index, substring_index
 from governance.models.sessions import Session
 from governance.rules.retrieval import MODES, REASONS
+
+# The order of a candidate's scores in its stored form.
+SCORE_KEYS = ("relevance", "freshness", "confidence", "total")
+
+
+@dataclass
+class CandidateRecord:
+    """One candidate of a retrieval event as the event recorded it (R14).
+
+    Stored compactly inside the event (``RetrievalEvent.candidate_data``), one
+    JSON array per candidate: ``[fact_id, reason, rank, tier, age_days,
+    per_round, tokens, *scores]`` with the scores in ``SCORE_KEYS`` order. A
+    candidate without a reason was selected. ``fact`` is attached by selectors
+    that show the fact beside it.
+    """
+
+    event_id: int
+    fact_id: int
+    reason: str | None
+    rank: int | None
+    tier: str | None
+    age_days: int
+    per_round: bool
+    tokens: int
+    scores: dict[str, float]
+    fact: Fact | None = None
+
+    @property
+    def decision(self) -> str:
+        return "selected" if self.reason is None else "excluded"
+
+
+def encode_candidate(
+    fact_id: int,
+    decision: str,
+    reason: str | None,
+    rank: int | None,
+    tier: str | None,
+    age_days: int,
+    per_round: bool,
+    tokens: int,
+    scores: dict[str, float],
+) -> list[Any]:
+    """The stored form of one candidate (CandidateRecord's docstring); scores to six places.
+
+    What the old table's check constraint held, held here: a selected candidate
+    has no reason, an excluded one has one from R14's vocabulary.
+    """
+    if not ((decision == "selected" and reason is None) or (decision == "excluded" and reason in REASONS)):
+        raise ValueError(f"A candidate {decision!r} with reason {reason!r} cannot be recorded.")
+    return [
+        fact_id,
+        reason,
+        rank,
+        tier,
+        age_days,
+        1 if per_round else 0,
+        tokens,
+        # + 0.0 turns -0.0 into 0.0, which reads back from jsonb the same (the seal covers these).
+        *(round(float(scores.get(key, 0.0)), 6) + 0.0 for key in SCORE_KEYS),
+    ]
+
+
+def decode_candidates(event_id: int, data: Sequence[Sequence[Any]]) -> list[CandidateRecord]:
+    """The event's candidates in their stored order (the order the rules decided them)."""
+    return [
+        CandidateRecord(
+            event_id=event_id,
+            fact_id=int(row[0]),
+            reason=row[1],
+            rank=row[2],
+            tier=row[3],
+            age_days=int(row[4]),
+            per_round=bool(row[5]),
+            tokens=int(row[6]),
+            scores=dict(zip(SCORE_KEYS, (float(v) for v in row[7:]), strict=False)),
+        )
+        for row in data
+    ]
 
 
 class RetrievalEvent(models.Model):
@@ -64,6 +148,13 @@ class RetrievalEvent(models.Model):
     # Keyed digest of query and context (governance.rules.seals), written with
     # the row and rewritten only by a withdrawal's redaction. See the class docstring.
     context_seal = models.CharField(max_length=64, blank=True)
+    # Every candidate with its decision, reason, scores and tokens, in one compact
+    # JSON document written with the event (CandidateRecord says its form), and
+    # the candidates' and the injected facts' ids as arrays for "which
+    # retrievals saw / injected this fact" through GIN indexes.
+    candidate_data = models.JSONField(default=list)
+    candidate_fact_ids = ArrayField(models.BigIntegerField(), default=list)
+    selected_fact_ids = ArrayField(models.BigIntegerField(), default=list)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -79,39 +170,22 @@ class RetrievalEvent(models.Model):
             # The console search over what agents asked (models/search.py).
             full_text_index("query", "retrieval_query_fts"),
             substring_index("query", "retrieval_query_trgm"),
+            GinIndex(fields=["candidate_fact_ids"], name="retrieval_candidate_facts_gin"),
+            GinIndex(fields=["selected_fact_ids"], name="retrieval_selected_facts_gin"),
         ]
         triggers = append_only("retrieval", allow_erasure=True)
 
     def __str__(self) -> str:
         return f"retrieval {self.pk}"
 
+    @property
+    def candidates(self) -> list[CandidateRecord]:
+        """The candidates in the order the rules decided them."""
+        return decode_candidates(self.pk, self.candidate_data)
 
-class RetrievalCandidate(models.Model):
-    event = models.ForeignKey(RetrievalEvent, on_delete=models.PROTECT, related_name="candidates")
-    fact = models.ForeignKey(Fact, on_delete=models.PROTECT, related_name="retrieval_candidates")
-    decision = models.CharField(max_length=16)
-    reason = models.CharField(max_length=32, null=True, blank=True)
-    rank = models.PositiveIntegerField(null=True, blank=True)
-    tier = models.CharField(max_length=16, null=True, blank=True)
-    age_days = models.IntegerField()
-    per_round = models.BooleanField(default=False)
-    scores = models.JSONField(default=dict)
-    tokens = models.PositiveIntegerField(default=0)
-
-    class Meta:
-        ordering = ["event", "rank", "id"]
-        constraints = [
-            models.CheckConstraint(
-                condition=Q(decision="selected", reason__isnull=True)
-                | Q(decision="excluded", reason__in=REASONS),
-                name="candidate_decision_reason",
-            ),
-        ]
-        indexes = [models.Index(fields=["fact", "event"], name="candidate_fact_idx")]
-        triggers = append_only("candidate")
-
-    def __str__(self) -> str:
-        return f"{self.decision} fact {self.fact_id}"
+    def ranked_candidates(self) -> list[CandidateRecord]:
+        """Selected candidates in rank order first, then the rest in the order they were decided."""
+        return sorted(self.candidates, key=lambda c: (c.rank is None, c.rank or 0))
 
 
 class RetrievalFeedback(models.Model):

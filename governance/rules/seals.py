@@ -1,12 +1,12 @@
 """Seals: keyed digests that tie a stored row's text to the key only the application holds.
 
 A retrieval event keeps the exact text an agent was given (``query`` and
-``context``). That text is erasable (withdrawal redacts it), so it cannot go
-into the hash-chained audit trail itself, and a plain hash of it would let
-anyone holding an export confirm a guessed statement. Its seal is an HMAC with
-``settings.AUDIT_CHECKPOINT_KEY`` over the text and the event's identity, so
-someone with only the database can neither recompute it after editing the
-text nor move a sealed text to another event.
+``context``) and its candidates' decisions and scores. That text is erasable
+(withdrawal redacts it), so it cannot go into the hash-chained audit trail
+itself, and a plain hash of it would let anyone holding an export confirm a
+guessed statement. Its seal is an HMAC with ``settings.AUDIT_CHECKPOINT_KEY``
+over the text, the candidates and the event's identity, so someone with only
+the database can neither recompute it after editing the text nor move a sealed text to another event.
 """
 
 from __future__ import annotations
@@ -14,11 +14,20 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 
 def retrieval_seal(
-    key: bytes, *, project_id: int, agent_id: int, created_at: datetime, query: str, context: str
+    key: bytes,
+    *,
+    project_id: int,
+    agent_id: int,
+    created_at: datetime,
+    query: str,
+    context: str,
+    candidates: Sequence[Any] | None = None,
 ) -> str:
     content = {
         "project": project_id,
@@ -28,5 +37,11 @@ def retrieval_seal(
         "query": query,
         "context": context,
     }
+    if candidates is not None:
+        # The event's candidates (their stored form): a decision, reason or score
+        # edited in the database no longer matches the seal either. The application
+        # always passes them; None is the form before they moved into the event,
+        # which migration 0017 still computes.
+        content["candidates"] = list(candidates)
     canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hmac.new(key, canonical.encode("utf-8"), hashlib.sha256).hexdigest()

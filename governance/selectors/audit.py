@@ -22,14 +22,15 @@ from django.db.models.query import EmptyQuerySet
 
 from governance.models import (
     AuditEntry,
+    CandidateRecord,
     Fact,
     Principal,
-    RetrievalCandidate,
     RetrievalEvent,
     Session,
     Supersession,
     Write,
 )
+from governance.models.retrievals import decode_candidates
 from governance.selectors.facts import ChainLink, HistoryRow, fact_history, supersession_chain
 
 AUDIT = "audit"
@@ -261,7 +262,7 @@ def retrieval_events(project_ids: list[int], filters: HistoryFilters) -> QuerySe
     if filters.principal:
         qs = qs.filter(principal__in=_principals(project_ids, filters.principal))
     if filters.fact is not None:
-        qs = qs.filter(pk__in=RetrievalCandidate.objects.filter(fact_id=filters.fact).values("event_id"))
+        qs = qs.filter(candidate_fact_ids__contains=[filters.fact])
     return qs
 
 
@@ -535,7 +536,7 @@ class TimelineEvent:
     audit: AuditEntry | None = None
     history: HistoryRow | None = None
     supersession: ChainLink | None = None
-    candidate: RetrievalCandidate | None = None
+    candidate: CandidateRecord | None = None
 
 
 @dataclass(frozen=True)
@@ -582,20 +583,21 @@ def fact_timeline(fact: Fact) -> FactTimeline:
                 supersession=link,
             )
         )
-    candidates = RetrievalCandidate.objects.filter(fact=fact)
-    total = candidates.count()
+    retrievals = RetrievalEvent.objects.filter(candidate_fact_ids__contains=[fact.pk])
+    total = retrievals.count()
     shown = list(
-        candidates.select_related("event__agent", "event__principal").order_by("-event__created_at", "-id")[
-            :CANDIDATE_LIMIT
-        ]
+        retrievals.order_by("-created_at", "-id").values_list(
+            "id", "created_at", "agent__slug", "candidate_data"
+        )[:CANDIDATE_LIMIT]
     )
-    for candidate in shown:
+    for event_id, at, agent_slug, data in shown:
+        candidate = next(c for c in decode_candidates(event_id, data) if c.fact_id == fact.pk)
         events.append(
             TimelineEvent(
-                at=candidate.event.created_at,
+                at=at,
                 kind="retrieval",
                 label=candidate.decision,
-                actor=f"agent:{candidate.event.agent.slug}",
+                actor=f"agent:{agent_slug}",
                 reason=candidate.reason or "",
                 candidate=candidate,
             )

@@ -14,7 +14,6 @@ from governance.models import (
     Job,
     Principal,
     Project,
-    RetrievalCandidate,
     RetrievalEvent,
     ReviewDecision,
     Session,
@@ -109,11 +108,9 @@ def retrievals_to_redact(principal_id: int) -> set[int]:
     for pk, query, context in events.iterator(chunk_size=500):
         if query or rules.redact_person_section(context) != context:
             pending.add(pk)
-    unerased = facts_to_erase(principal_id).values("pk")
+    unerased = list(facts_to_erase(principal_id).values_list("pk", flat=True))
     pending |= set(
-        RetrievalCandidate.objects.filter(fact__in=unerased, decision="selected").values_list(
-            "event_id", flat=True
-        )
+        RetrievalEvent.objects.filter(selected_fact_ids__overlap=unerased).values_list("pk", flat=True)
     )
     return pending
 

@@ -6,10 +6,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.db import connection
 from django.db.models import Avg, Count, Min, Q, QuerySet
 from django.utils import timezone
 
-from governance.models import Agent, Fact, Project, RetrievalCandidate, RetrievalEvent, Write
+from governance.models import Agent, Fact, Project, RetrievalEvent, Write
 
 METRICS_WINDOW = timedelta(hours=24)
 
@@ -61,15 +62,17 @@ def overview(projects: QuerySet[Project], *, now: datetime | None = None) -> lis
         .annotate(n=Count("id"), tokens=Avg("tokens_used"), budget=Avg("token_budget"))
     }
     exclusions: dict[int, list[tuple[str, int]]] = {}
-    for row in (
-        RetrievalCandidate.objects.filter(
-            event__project__in=ids, event__created_at__gte=since, decision="excluded"
+    # Candidates live inside their event (a JSON array each, reason second): unnested here.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT e.project_id, c->>1 AS reason, count(*) AS n FROM governance_retrievalevent e "
+            "CROSS JOIN LATERAL jsonb_array_elements(e.candidate_data) AS c "
+            "WHERE e.project_id = ANY(%s) AND e.created_at >= %s AND c->>1 IS NOT NULL "
+            "GROUP BY 1, 2 ORDER BY 1, 3 DESC, 2",
+            [list(ids), since],
         )
-        .values("event__project", "reason")
-        .annotate(n=Count("id"))
-        .order_by("event__project", "-n", "reason")
-    ):
-        exclusions.setdefault(row["event__project"], []).append((str(row["reason"]), int(row["n"])))
+        for project_id, reason, n in cursor.fetchall():
+            exclusions.setdefault(project_id, []).append((str(reason), int(n)))
     result = []
     for project in projects.order_by("slug"):
         wait: dict[str, Any] = waiting.get(project.pk, {})

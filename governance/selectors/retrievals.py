@@ -10,7 +10,8 @@ from typing import Any
 from django.db.models import CharField, FloatField, Max, Q, QuerySet, Value
 from pgvector.django import CosineDistance
 
-from governance.models import Agent, Fact, Principal, Project, RetrievalCandidate, RetrievalEvent, Session
+from governance.models import Agent, CandidateRecord, Fact, Principal, Project, RetrievalEvent, Session
+from governance.models.retrievals import decode_candidates
 from governance.rules.policy import BOUNDS as POLICY_BOUNDS
 from governance.rules.policy import PolicySettings
 from governance.rules.retrieval import Candidate, age_in_days, freshness_tier
@@ -402,25 +403,23 @@ def retrieval_log(
     return LogPage(events=events, next_cursor=encode_cursor(*last) if more else None)
 
 
-def event_candidates(event: RetrievalEvent) -> QuerySet[RetrievalCandidate]:
+def event_candidates(event: RetrievalEvent) -> list[CandidateRecord]:
     """The event's candidates, selected ones in rank order first, with their facts' display fields."""
-    return (
-        RetrievalCandidate.objects.filter(event=event)
-        .select_related("fact")
-        .only(
-            *(f.name for f in RetrievalCandidate._meta.concrete_fields),
-            "fact__id",
-            "fact__kind",
-            "fact__key",
-            "fact__statement",
-            "fact__status",
-            "fact__source_type",
-            "fact__source_ref",
-            "fact__authority",
-            "fact__principal_id",
-        )
-        .order_by("rank", "id")
-    )
+    candidates = event.ranked_candidates()
+    facts = Fact.objects.only(
+        "id",
+        "kind",
+        "key",
+        "statement",
+        "status",
+        "source_type",
+        "source_ref",
+        "authority",
+        "principal_id",
+    ).in_bulk([c.fact_id for c in candidates])
+    for candidate in candidates:
+        candidate.fact = facts.get(candidate.fact_id)
+    return candidates
 
 
 @dataclass(frozen=True)
@@ -480,29 +479,25 @@ def candidate_facts(event: RetrievalEvent) -> list[CandidateFact]:
     The memory-quality harness reads these right after a retrieval to see
     whether another project's or another person's memory was among them.
     """
-    rows = (
-        RetrievalCandidate.objects.filter(event=event)
-        .order_by("rank", "id")
-        .values_list(
-            "fact_id",
-            "decision",
-            "reason",
-            "fact__project_id",
-            "fact__principal_id",
-            "fact__status",
-            "fact__statement",
+    candidates = event.ranked_candidates()
+    facts = {
+        row[0]: row[1:]
+        for row in Fact.objects.filter(pk__in=[c.fact_id for c in candidates]).values_list(
+            "id", "project_id", "principal_id", "status", "statement"
         )
-    )
-    return [CandidateFact(*row) for row in rows]
+    }
+    return [CandidateFact(c.fact_id, c.decision, c.reason, *facts[c.fact_id]) for c in candidates]
 
 
 def selected_fact_ids(event_id: int) -> list[int]:
     """The facts an event injected, in rank order (feedback may name only these)."""
-    return list(
-        RetrievalCandidate.objects.filter(event_id=event_id, decision="selected")
-        .order_by("rank", "id")
-        .values_list("fact_id", flat=True)
-    )
+    ids = RetrievalEvent.objects.filter(pk=event_id).values_list("selected_fact_ids", flat=True).first()
+    return list(ids or [])
+
+
+def events_with_candidate(fact_id: int) -> QuerySet[RetrievalEvent]:
+    """The retrieval events that had this fact among their candidates (a GIN index answers it)."""
+    return RetrievalEvent.objects.filter(candidate_fact_ids__contains=[fact_id])
 
 
 def fact_candidate_history(
@@ -511,10 +506,14 @@ def fact_candidate_history(
     """Per fact, its latest appearances as a candidate: (event id, time, decision, reason), newest first."""
     history: dict[int, list[tuple[int, datetime, str, str | None]]] = {fact_id: [] for fact_id in fact_ids}
     for fact_id in fact_ids:
-        rows = (
-            RetrievalCandidate.objects.filter(fact_id=fact_id)
-            .order_by("-event__created_at", "-event_id")
-            .values_list("event_id", "event__created_at", "decision", "reason")[:limit]
+        events = (
+            events_with_candidate(fact_id)
+            .order_by("-created_at", "-id")
+            .values_list("id", "created_at", "candidate_data")[:limit]
         )
-        history[fact_id] = list(rows)
+        for event_id, created_at, data in events:
+            for candidate in decode_candidates(event_id, data):
+                if candidate.fact_id == fact_id:
+                    history[fact_id].append((event_id, created_at, candidate.decision, candidate.reason))
+                    break
     return history

@@ -21,7 +21,7 @@ import hashlib
 import hmac
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -76,10 +76,18 @@ def sign(
     return hmac.new(_key(), canonical.encode(), hashlib.sha256).hexdigest()
 
 
-def seal_retrieval(project_id: int, agent_id: int, created_at: datetime, query: str, context: str) -> str:
-    """The seal of a retrieval event's text (governance.rules.seals), with the checkpoint key."""
+def seal_retrieval(
+    project_id: int, agent_id: int, created_at: datetime, query: str, context: str, candidates: Sequence[Any]
+) -> str:
+    """The seal of a retrieval event's text and candidates (governance.rules.seals), keyed."""
     return retrieval_seal(
-        _key(), project_id=project_id, agent_id=agent_id, created_at=created_at, query=query, context=context
+        _key(),
+        project_id=project_id,
+        agent_id=agent_id,
+        created_at=created_at,
+        query=query,
+        context=context,
+        candidates=candidates,
     )
 
 
@@ -351,21 +359,25 @@ def verify_retrieval_seals(
 ) -> AlteredRetrieval | None:
     """The first retrieval event whose stored text no longer matches its seal, if any."""
     events = RetrievalEvent.objects.order_by("id").values_list(
-        "id", "project_id", "agent_id", "created_at", "query", "context", "context_seal"
+        "id", "project_id", "agent_id", "created_at", "query", "context", "candidate_data", "context_seal"
     )
     if only_project:
         events = events.filter(_chain(project_id))
-    for event_id, project, agent, created_at, query, context, seal in events.iterator(chunk_size=2000):
+    for event_id, project, agent, created_at, query, context, candidates, seal in events.iterator(
+        chunk_size=2000
+    ):
         if not seal:
             return AlteredRetrieval(
                 project, event_id, f"event {event_id} has no seal: it was stored outside the application"
             )
-        if not hmac.compare_digest(seal, seal_retrieval(project, agent, created_at, query, context)):
+        if not hmac.compare_digest(
+            seal, seal_retrieval(project, agent, created_at, query, context, candidates)
+        ):
             return AlteredRetrieval(
                 project,
                 event_id,
-                f"the stored query or context of event {event_id} does not match its seal: "
-                "the text was changed outside the application "
+                f"event {event_id} does not match its seal: its query, context or candidates "
+                "were changed outside the application "
                 "(a withdrawal's redaction re-seals what it changes)",
             )
     return None

@@ -40,7 +40,6 @@ from governance.models import (
     Fact,
     Job,
     Principal,
-    RetrievalCandidate,
     RetrievalEvent,
     ReviewDecision,
     Session,
@@ -330,9 +329,9 @@ def _replace(field: F, old: str, new: str) -> Replace:
 def _redact_retrievals_of(fact_ids: list[int], forms: list[str]) -> dict[int, str]:
     """The stored text of retrievals that gave these facts, including later rounds of the
     same sessions, which re-served the cached block without selecting them again (R12)."""
-    selected = RetrievalCandidate.objects.filter(fact__in=fact_ids, decision="selected")
-    sessions = selected.filter(event__session__isnull=False).values("event__session_id")
-    events = RetrievalEvent.objects.filter(Q(pk__in=selected.values("event_id")) | Q(session_id__in=sessions))
+    selected = RetrievalEvent.objects.filter(selected_fact_ids__overlap=fact_ids)
+    sessions = selected.filter(session__isnull=False).values("session_id")
+    events = RetrievalEvent.objects.filter(Q(pk__in=selected.values("pk")) | Q(session_id__in=sessions))
     changed: dict[int, str] = {}
     for pk, context in events.values_list("pk", "context").iterator(chunk_size=500):
         redacted = rules.redact_lines(context, forms)
@@ -347,13 +346,15 @@ def _store_redacted(contexts: dict[int, str], queries: dict[int, str]) -> dict[i
     if not ids:
         return {}
     rows = RetrievalEvent.objects.filter(pk__in=ids).values_list(
-        "pk", "project_id", "agent_id", "created_at", "query", "context"
+        "pk", "project_id", "agent_id", "created_at", "query", "context", "candidate_data"
     )
     updates = []
-    for pk, project_id, agent_id, created_at, query, context in rows:
+    for pk, project_id, agent_id, created_at, query, context, candidates in rows:
         new_query = queries.get(pk, query)
         new_context = contexts.get(pk, context)
-        seal = checkpoints.seal_retrieval(project_id, agent_id, created_at, new_query, new_context)
+        seal = checkpoints.seal_retrieval(
+            project_id, agent_id, created_at, new_query, new_context, candidates
+        )
         updates.append((pk, new_query, new_context, seal))
     erase_rows(
         "UPDATE governance_retrievalevent AS t "

@@ -13,7 +13,7 @@ from django.utils import timezone
 from governance.models import (
     Agent,
     Fact,
-    RetrievalCandidate,
+    RetrievalEvent,
     Session,
     Supersession,
     Tombstone,
@@ -494,7 +494,7 @@ def _invalidate_session_blocks(fact_ids: list[int]) -> int:
 
 def _flag_derived_summaries(fact: Fact) -> list[int]:
     """Summaries of sessions that were given this fact may repeat it: mark them for review."""
-    sessions = RetrievalCandidate.objects.filter(fact=fact, decision="selected").values("event__session_id")
+    sessions = RetrievalEvent.objects.filter(selected_fact_ids__contains=[fact.pk]).values("session_id")
     session_summary_ids = Session.objects.filter(pk__in=sessions, summary_fact__isnull=False).values(
         "summary_fact_id"
     )

@@ -25,7 +25,7 @@ from typing import Any
 from django.db import connection, models, transaction
 from django.db.models import Q
 
-from governance.models import AuditEntry, Fact, Project, RetrievalCandidate, RetrievalEvent, Write
+from governance.models import AuditEntry, Fact, Project, RetrievalEvent, Write
 from governance.rules import guard, supersession
 from governance.rules.rendering import memory_text, single_line
 from governance.services import audit, checkpoints
@@ -316,9 +316,9 @@ def _scrub_quoting_writes(cursor: Any, fact: Fact, own: list[int], forms: list[s
 def _redact_retrievals(cursor: Any, fact: Fact, forms: list[str]) -> dict[int, str]:
     """Retrieval text that injected the statement, including later rounds of the same
     sessions, which re-served the cached block without selecting the fact again (R12)."""
-    selected = RetrievalCandidate.objects.filter(fact=fact, decision="selected")
-    sessions = selected.filter(event__session__isnull=False).values("event__session_id")
-    events = RetrievalEvent.objects.filter(Q(pk__in=selected.values("event_id")) | Q(session_id__in=sessions))
+    selected = RetrievalEvent.objects.filter(selected_fact_ids__contains=[fact.pk])
+    sessions = selected.filter(session__isnull=False).values("session_id")
+    events = RetrievalEvent.objects.filter(Q(pk__in=selected.values("pk")) | Q(session_id__in=sessions))
     ids = list(events.values_list("pk", flat=True))
     if not ids:
         return {}
@@ -337,13 +337,14 @@ def _reseal_retrievals(cursor: Any, ids: list[int]) -> dict[int, str]:
     if not ids:
         return {}
     cursor.execute(
-        "SELECT id, project_id, agent_id, created_at, query, context FROM governance_retrievalevent "
+        "SELECT id, project_id, agent_id, created_at, query, context, candidate_data "
+        "FROM governance_retrievalevent "
         "WHERE id = ANY(%s) ORDER BY id",
         [ids],
     )
     seals = {
-        row_id: checkpoints.seal_retrieval(project, agent, created_at, query, context)
-        for row_id, project, agent, created_at, query, context in cursor.fetchall()
+        row_id: checkpoints.seal_retrieval(project, agent, created_at, query, context, _load_json(candidates))
+        for row_id, project, agent, created_at, query, context, candidates in cursor.fetchall()
     }
     cursor.execute(
         "UPDATE governance_retrievalevent AS t SET context_seal = v.seal "

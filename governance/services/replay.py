@@ -53,7 +53,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
-from governance.models import Agent, Fact, Job, PolicyDraft, RetrievalCandidate, RetrievalEvent
+from governance.models import Agent, Fact, Job, PolicyDraft, RetrievalEvent
 from governance.models.jobs import JobStatus
 from governance.rules import replay as rules
 from governance.rules import retrieval
@@ -379,22 +379,18 @@ class _Replayer:
         events = sorted(
             RetrievalEvent.objects.filter(pk__in=chunk)
             .select_related("principal")
-            .only(*_EVENT_FIELDS, "principal__external_id"),
+            .only(*_EVENT_FIELDS, "candidate_data", "principal__external_id"),
             key=lambda e: (e.created_at, e.pk),
         )
         if not events:
             return
         recorded: dict[int, list[_Recorded]] = defaultdict(list)
-        rows = (
-            RetrievalCandidate.objects.filter(event_id__in=chunk)
-            .order_by("event_id", "id")
-            .values_list("event_id", "fact_id", "decision", "reason", "scores", "per_round")
-        )
         fact_ids: set[int] = set()
-        for event_id, fact_id, decision, reason, scores, per_round in rows:
-            relevance = float((scores or {}).get("relevance", 0.0))
-            recorded[event_id].append(_Recorded(fact_id, decision, reason, relevance, per_round))
-            fact_ids.add(fact_id)
+        for event in events:
+            for c in event.candidates:
+                relevance = c.scores.get("relevance", 0.0)
+                recorded[event.pk].append(_Recorded(c.fact_id, c.decision, c.reason, relevance, c.per_round))
+                fact_ids.add(c.fact_id)
         for event in events:
             origin = self.origins.get(event.pk)
             if origin in self.static:

@@ -15,11 +15,11 @@ from governance.models import (
     Fact,
     PolicyVersion,
     Principal,
-    RetrievalCandidate,
     RetrievalEvent,
     RetrievalFeedback,
     Session,
 )
+from governance.models.retrievals import encode_candidate
 from governance.rules import retrieval as rules
 from governance.rules.provenance import REF_MAX_CHARS
 from governance.rules.rendering import ResumeHint, single_line
@@ -235,9 +235,27 @@ def _record(
     plan = result.plan
     excluded = [d for d in result.decisions if d.decision == "excluded"]
     created_at = timezone.now()
+    rank = {item.fact_id: position for position, item in enumerate(result.selected, start=1)}
+    # The candidates travel in the event's own row (one INSERT, no row per candidate).
+    candidate_data = [
+        encode_candidate(
+            d.fact_id,
+            d.decision,
+            d.reason,
+            rank.get(d.fact_id) if d.decision == "selected" else None,
+            d.tier,
+            d.age_days,
+            d.per_round,
+            d.tokens,
+            d.scores,
+        )
+        for d in result.decisions
+    ]
     # Sealed before the INSERT, in the same statement: no extra query, no lock
     # (RetrievalEvent's docstring says how the seal joins the trail).
-    seal = checkpoints.seal_retrieval(agent.project_id, agent.pk, created_at, request.query, plan.context)
+    seal = checkpoints.seal_retrieval(
+        agent.project_id, agent.pk, created_at, request.query, plan.context, candidate_data
+    )
     event = RetrievalEvent.objects.create(
         project=agent.project,
         agent=agent,
@@ -259,24 +277,16 @@ def _record(
         timings=timings,
         created_at=created_at,
         context_seal=seal,
-    )
-    rank = {item.fact_id: position for position, item in enumerate(result.selected, start=1)}
-    RetrievalCandidate.objects.bulk_create(
-        RetrievalCandidate(
-            event=event,
-            fact_id=d.fact_id,
-            decision=d.decision,
-            reason=d.reason,
-            rank=rank.get(d.fact_id) if d.decision == "selected" else None,
-            tier=d.tier,
-            age_days=d.age_days,
-            per_round=d.per_round,
-            scores={k: round(v, 6) for k, v in d.scores.items()},
-            tokens=d.tokens,
-        )
-        for d in result.decisions
+        candidate_data=candidate_data,
+        candidate_fact_ids=[d.fact_id for d in result.decisions],
+        selected_fact_ids=[row[0] for row in sorted(candidate_data, key=_rank_order) if row[1] is None],
     )
     return event
+
+
+def _rank_order(row: list[Any]) -> int:
+    """Selected candidates by rank; a candidate without one sorts last."""
+    return row[2] if row[2] is not None else 1 << 30
 
 
 def response_body(event: RetrievalEvent, result: Retrieval) -> dict[str, Any]:

@@ -551,7 +551,7 @@ def _derived_event(agent: Agent, retrieval_id: int | None) -> RetrievalEvent | N
 
 def _derived_max_authority(event: RetrievalEvent) -> int:
     """R16: a write derived from a retrieval cannot exceed what it was derived from."""
-    best = event.candidates.filter(decision="selected").aggregate(m=Max("fact__authority"))["m"]
+    best = Fact.objects.filter(pk__in=event.selected_fact_ids).aggregate(m=Max("authority"))["m"]
     return int(best) if best else 1
 
 

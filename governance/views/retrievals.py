@@ -22,8 +22,8 @@ from django_htmx.middleware import HtmxDetails
 
 from governance import access
 from governance.models import Agent, Principal, Project, RetrievalEvent
-from governance.models.retrievals import MODES, REASONS
 from governance.rules.labels import label_for
+from governance.rules.retrieval import MODES, REASONS
 from governance.selectors import retrievals as selectors
 from governance.selectors.sessions import principal_sessions
 from governance.views.base import console_view, datetime_local_field, get_scoped

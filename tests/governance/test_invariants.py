@@ -43,7 +43,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, rule
 
 from governance.context import actor_scope
-from governance.models import Fact, Principal, RetrievalCandidate, Session, Tombstone, Write
+from governance.models import Fact, Principal, Session, Tombstone, Write
 from governance.rules.tokens import count_tokens
 from governance.services import agents, policies, retrievals, reviews, sessions, writes
 from governance.services import facts as fact_service
@@ -403,11 +403,7 @@ class GovernanceMachine(RuleBasedStateMachine):
         lines = [line for line in context.split("\n") if line.startswith("- ")]
         items = list(result.selected)
         assert len(lines) == len(items), f"{len(lines)} item lines for {len(items)} items:\n{context}"
-        selected = set(
-            RetrievalCandidate.objects.filter(event=event, decision="selected").values_list(
-                "fact_id", flat=True
-            )
-        )
+        selected = {c.fact_id for c in event.candidates if c.decision == "selected"}
         person = (
             Principal.objects.filter(project=self.project, external_id=principal).first()
             if principal

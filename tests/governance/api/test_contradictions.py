@@ -17,7 +17,8 @@ import pytest
 import yaml
 from django.db import transaction
 
-from governance.models import AuditEntry, Fact, RetrievalCandidate, Supersession, Write
+from governance.models import AuditEntry, Fact, Supersession, Write
+from tests.helpers import candidate
 from tests.personas import AgentPersona, token_client
 
 pytestmark = pytest.mark.django_db
@@ -28,7 +29,7 @@ CASES: list[dict[str, Any]] = yaml.safe_load(
 
 
 def reason_for(data: Any, fact_id: int) -> str | None:
-    return RetrievalCandidate.objects.get(event_id=data["retrieval_id"], fact_id=fact_id).reason
+    return candidate(data["retrieval_id"], fact_id).reason
 
 
 def test_a_switch_of_language_injects_only_the_new_one(support_bot: AgentPersona) -> None:

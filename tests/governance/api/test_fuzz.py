@@ -43,7 +43,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from governance.context import actor_scope
-from governance.models import Fact, Job, Principal, RetrievalCandidate, RetrievalEvent, Session, Write
+from governance.models import Fact, Job, Principal, RetrievalEvent, Session, Write
 from governance.services import agents, credentials
 from tests.personas import make_user
 
@@ -263,7 +263,12 @@ def _assert_nothing_crossed_projects(world: World) -> None:
         .exists()
     )
     assert not RetrievalEvent.objects.exclude(project_id=F("agent__project_id")).exists()
-    assert not RetrievalCandidate.objects.exclude(fact__project_id=F("event__project_id")).exists()
+    for event in RetrievalEvent.objects.only("project_id", "candidate_fact_ids"):
+        assert (
+            not Fact.objects.filter(pk__in=event.candidate_fact_ids)
+            .exclude(project_id=event.project_id)
+            .exists()
+        )
     assert not Session.objects.exclude(project_id=F("agent__project_id")).exists()
     assert Principal.objects.filter(project__slug="acme").exists()
     first, second = world.agents

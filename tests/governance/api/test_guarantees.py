@@ -16,9 +16,10 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from governance.models import Fact, RetrievalCandidate, RetrievalEvent
+from governance.models import Fact, RetrievalEvent
 from governance.services import facts as fact_service
 from governance.services import reviews
+from tests.helpers import candidate
 from tests.personas import AgentPersona, retrieve_body
 
 pytestmark = pytest.mark.django_db
@@ -65,7 +66,7 @@ def test_a_reused_block_is_explained_fact_by_fact(support_bot: AgentPersona) -> 
     assert [item["fact_id"] for item in later["items"]] == [fact_id]
     event = RetrievalEvent.objects.get(pk=later["retrieval_id"])
     assert event.static_block_cached
-    assert RetrievalCandidate.objects.get(event=event, fact_id=fact_id).decision == "selected"
+    assert candidate(event.pk, fact_id).decision == "selected"
 
 
 # --- 2. a changed fact leaves the cached block ---------------------------------------
@@ -123,7 +124,7 @@ def test_a_missed_invalidation_is_caught_before_reuse(support_bot: AgentPersona)
     assert "prefers email" not in later["context"]
     event = RetrievalEvent.objects.get(pk=later["retrieval_id"])
     assert f"fact {fact_id}" in event.cache_note
-    assert RetrievalCandidate.objects.get(event=event, fact_id=fact_id).reason == "superseded"
+    assert candidate(event.pk, fact_id).reason == "superseded"
 
 
 # --- 3. the identity check holds on every round ----------------------------------------
@@ -137,7 +138,7 @@ def test_an_unverified_later_round_gets_no_principal_memory(support_bot: AgentPe
 
     assert "prefers email" not in later["context"]
     event = RetrievalEvent.objects.get(pk=later["retrieval_id"])
-    assert RetrievalCandidate.objects.get(event=event, fact_id=fact_id).reason == "identity_unverified"
+    assert candidate(event.pk, fact_id).reason == "identity_unverified"
     # Verified again, the first block comes back byte for byte.
     again = support_bot.retrieve("S", principal="alice", round=3)
     assert "prefers email" in again["context"]

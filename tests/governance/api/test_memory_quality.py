@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from governance.models import Fact, RetrievalCandidate, Supersession
+from governance.models import Fact, Supersession
+from tests.helpers import candidate
 from tests.personas import AgentPersona
 
 pytestmark = pytest.mark.django_db
@@ -21,7 +22,7 @@ LEEDS = "I live in Leeds."
 
 
 def reason_for(data: Any, fact_id: int) -> str | None:
-    return RetrievalCandidate.objects.get(event_id=data["retrieval_id"], fact_id=fact_id).reason
+    return candidate(data["retrieval_id"], fact_id).reason
 
 
 @pytest.mark.parametrize(

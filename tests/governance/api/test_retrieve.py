@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from governance.context import actor_scope
-from governance.models import Fact, RetrievalCandidate, RetrievalEvent
+from governance.models import Fact, RetrievalEvent
 from governance.rules.rendering import CONFIRM_LINE, PRIORITY, RESUME_LINE
 from governance.rules.tokens import count_tokens
 from governance.services import reviews
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 
 
 def reasons(retrieval_id):
-    return dict(RetrievalCandidate.objects.filter(event_id=retrieval_id).values_list("fact_id", "reason"))
+    return {c.fact_id: c.reason for c in RetrievalEvent.objects.get(pk=retrieval_id).candidates}
 
 
 def test_region_change_injects_only_the_new_region(support_bot):

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from governance.models import Fact, Principal, Project, RetrievalCandidate, Session
+from governance.models import Fact, Principal, Project, RetrievalEvent, Session
 from governance.rules.rendering import (
     BLOCK_SEPARATOR,
     CONFIRM_LINE,
@@ -63,7 +63,7 @@ def summary_findings(data: dict[str, Any]) -> list[dict[str, str]]:
 
 
 def reasons(retrieval_id: int) -> dict[int, str | None]:
-    return dict(RetrievalCandidate.objects.filter(event_id=retrieval_id).values_list("fact_id", "reason"))
+    return {c.fact_id: c.reason for c in RetrievalEvent.objects.get(pk=retrieval_id).candidates}
 
 
 # --- R17: the summary check, through the API -------------------------------------

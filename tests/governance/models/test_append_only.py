@@ -16,7 +16,6 @@ APPEND_ONLY = {
     "governance_auditentry",
     "governance_auditcheckpoint",
     "governance_retrievalevent",
-    "governance_retrievalcandidate",
     "governance_reviewdecision",
     "governance_supersession",
     "governance_tombstone",

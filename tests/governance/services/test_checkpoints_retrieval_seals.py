@@ -41,7 +41,12 @@ def served(support_bot: Any) -> tuple[int, list[int]]:
 def test_retrieval_is_sealed_with_no_extra_query(served: tuple[int, list[int]]) -> None:
     for event in RetrievalEvent.objects.filter(pk__in=served[1]):
         assert event.context_seal == checkpoints.seal_retrieval(
-            event.project_id, event.agent_id, event.created_at, event.query, event.context
+            event.project_id,
+            event.agent_id,
+            event.created_at,
+            event.query,
+            event.context,
+            event.candidate_data,
         )
     status, out = verify()
     assert status == 0, out
@@ -53,6 +58,28 @@ def test_context_edited_by_a_database_administrator_is_reported(served: tuple[in
     tamper(
         "UPDATE governance_retrievalevent SET context = replace(context, %s, %s) WHERE id = %s",
         [STATEMENT, "Prefers light mode", victim],
+        table="governance_retrievalevent",
+    )
+
+    status, out = verify()
+
+    assert status == 1
+    assert f"retrieval_id={victim}" in out
+    assert "does not match its seal" in out
+
+
+def test_candidate_decision_edited_in_the_database_is_reported(served: tuple[int, list[int]]) -> None:
+    """The candidates live in the event's row, and its seal covers them: an exclusion
+    turned into a selection (or any score changed) no longer matches."""
+    fact_id, events = served
+    victim = events[0]
+    event = RetrievalEvent.objects.get(pk=victim)
+    [recorded] = [row for row in event.candidate_data if row[0] == fact_id]
+    assert recorded[1] is None  # selected
+    tamper(
+        "UPDATE governance_retrievalevent SET candidate_data = jsonb_set(candidate_data, %s, %s::jsonb) "
+        "WHERE id = %s",
+        ["{" + str(event.candidate_data.index(recorded)) + ",1}", '"stale"', victim],
         table="governance_retrievalevent",
     )
 
@@ -97,11 +124,6 @@ def test_withdrawal_redaction_is_resealed_recorded_and_accepted(
 def test_event_deleted_after_a_checkpoint_is_reported(served: tuple[int, list[int]]) -> None:
     checkpoints.write_checkpoints()
     victim = served[1][0]
-    tamper(
-        "DELETE FROM governance_retrievalcandidate WHERE event_id = %s",
-        [victim],
-        "governance_retrievalcandidate",
-    )
     tamper("DELETE FROM governance_retrievalevent WHERE id = %s", [victim], table="governance_retrievalevent")
 
     status, out = verify()

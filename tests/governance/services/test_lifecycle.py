@@ -18,7 +18,6 @@ from governance.context import actor_scope
 from governance.models import (
     AuditEntry,
     Fact,
-    RetrievalCandidate,
     ReviewDecision,
     Session,
     SessionBlock,
@@ -31,6 +30,7 @@ from governance.services import facts as fact_service
 from governance.services.audit import verify_chain
 from governance.tasks import expire_facts
 from tests.governance.review_helpers import propose
+from tests.helpers import candidate
 from tests.personas import AgentPersona, make_agent, make_user, token_client
 
 pytestmark = pytest.mark.django_db
@@ -44,7 +44,7 @@ VECTOR = [0.25] * 384
 
 
 def reason_for(retrieval: dict, fact_id: int) -> str | None:
-    return RetrievalCandidate.objects.get(event_id=retrieval["retrieval_id"], fact_id=fact_id).reason
+    return candidate(retrieval["retrieval_id"], fact_id).reason
 
 
 def text_columns() -> list[tuple[str, str]]:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from governance.models import Job, RetrievalCandidate, RetrievalEvent
+from governance.models import Job, RetrievalEvent
 from governance.models.jobs import JobStatus
 from governance.rules import replay as replay_rules
 from governance.rules import retrieval
@@ -246,26 +246,12 @@ def copy_event(event: RetrievalEvent, count: int) -> list[int]:
             candidate_count=event.candidate_count,
             excluded_count=event.excluded_count,
             reasons=event.reasons,
+            candidate_data=event.candidate_data,
+            candidate_fact_ids=event.candidate_fact_ids,
+            selected_fact_ids=event.selected_fact_ids,
             created_at=start + timedelta(microseconds=n),
         )
         for n in range(count)
-    )
-    candidates = list(RetrievalCandidate.objects.filter(event=event))
-    RetrievalCandidate.objects.bulk_create(
-        RetrievalCandidate(
-            event=copy,
-            fact_id=c.fact_id,
-            decision=c.decision,
-            reason=c.reason,
-            rank=c.rank,
-            tier=c.tier,
-            age_days=c.age_days,
-            per_round=c.per_round,
-            scores=c.scores,
-            tokens=c.tokens,
-        )
-        for copy in copies
-        for c in candidates
     )
     return [copy.pk for copy in copies]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from governance.models import RetrievalCandidate, RetrievalEvent, RetrievalFeedback, Session
+from governance.models import RetrievalEvent, RetrievalFeedback, Session
 from governance.services import retrievals
 from governance.services.retrievals import RetrieveRequest
 from tests.personas import AgentPersona
@@ -42,7 +42,7 @@ def test_one_event_records_a_decision_for_every_candidate_and_the_context_it_sen
     event, result = ask(support_bot)
 
     assert RetrievalEvent.objects.get() == event
-    decisions = dict(RetrievalCandidate.objects.filter(event=event).values_list("fact_id", "decision"))
+    decisions = {c.fact_id: c.decision for c in event.candidates}
     # Bob's fact is never a candidate for Alice; hers and the project's are selected.
     assert decisions == {remembered["city"]: "selected", remembered["office"]: "selected"}
     assert "Lives in Leeds" in event.context and "office closes" in event.context
@@ -56,9 +56,7 @@ def test_an_unverified_identity_gets_project_facts_only(support_bot, remembered)
 
     assert "office closes" in event.context
     assert "Leeds" not in event.context
-    selected = set(
-        RetrievalCandidate.objects.filter(event=event, decision="selected").values_list("fact_id", flat=True)
-    )
+    selected = {c.fact_id for c in event.candidates if c.decision == "selected"}
     assert selected == {remembered["office"]}
 
 

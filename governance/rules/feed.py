@@ -37,7 +37,7 @@ EVENT_LABELS: dict[str, str] = {
     "checkpoint.signed": "Checkpoint signed",
 }
 
-REVIEW_ACTIONS = frozenset({"write.approve", "write.reject", "write.edit_approve"})
+REVIEW_ACTIONS = frozenset({"write.approve", "write.reject", "write.edit_approve", "write.undo"})
 DIRECT = {
     "fact.superseded": "fact.superseded",
     "fact.withdrawn": "fact.withdrawn",

@@ -65,6 +65,7 @@ KNOWN_ACTIONS = (
     "write.approve",
     "write.reject",
     "write.edit_approve",
+    "write.undo",
     "policy.draft_saved",
     "policy.published",
     "policy.rolled_back",

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Q, QuerySet
+from django.utils import timezone
 
 from governance.models import Agent, ChangeApproval, Fact, Job, PolicyDraft, PolicyVersion, Project
 from governance.rules.policy import PolicySettings
@@ -90,4 +92,54 @@ def pending_approvals(project_ids: list[int]) -> list[ChangeApproval]:
         ChangeApproval.objects.filter(project_id__in=project_ids, status="pending")
         .select_related("project", "agent", "requested_by")
         .order_by("requested_at", "id")
+    )
+
+
+@dataclass(frozen=True)
+class FreshnessRuler:
+    """The freshness tiers (R9) on one scale, with how many of the agent's active facts fall in each."""
+
+    title: str
+    recent_days: int
+    confirm_days: int
+    recent: int
+    confirm: int
+    stale: int
+
+    @property
+    def span_days(self) -> int:
+        # The stale part gets a quarter of the ruler past the re-confirm limit.
+        return max(1, round(self.confirm_days * 1.25))
+
+    @property
+    def recent_percent(self) -> float:
+        return round(100 * self.recent_days / self.span_days, 1)
+
+    @property
+    def confirm_percent(self) -> float:
+        return round(100 * (self.confirm_days - self.recent_days) / self.span_days, 1)
+
+    @property
+    def confirm_end_percent(self) -> float:
+        return round(self.recent_percent + self.confirm_percent, 1)
+
+    @property
+    def stale_percent(self) -> float:
+        return round(100 - self.recent_percent - self.confirm_percent, 1)
+
+
+def freshness_ruler(
+    agent: Agent, title: str, recent_days: int, confirm_days: int, *, now: datetime | None = None
+) -> FreshnessRuler:
+    """One aggregate query: the agent's active facts by age since last verification."""
+    now = now or timezone.now()
+    recent_from = now - timedelta(days=recent_days)
+    confirm_from = now - timedelta(days=confirm_days)
+    counts = Fact.objects.filter(agent=agent, status="active").aggregate(
+        recent=Count("id", filter=Q(last_verified_at__gte=recent_from)),
+        confirm=Count("id", filter=Q(last_verified_at__lt=recent_from, last_verified_at__gte=confirm_from)),
+        stale=Count("id", filter=Q(last_verified_at__lt=confirm_from)),
+    )
+    return FreshnessRuler(
+        title, recent_days, confirm_days, counts["recent"], counts["confirm"], counts["stale"]
     )

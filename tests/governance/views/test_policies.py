@@ -303,3 +303,49 @@ def test_replay_page_says_session_thresholds_are_not_previewed(pat, support_bot,
         'id="session-note"'
         not in pat.get(reverse("policies:replay", args=["acme", "support-bot", other.pk])).content.decode()
     )
+
+
+def test_publish_warns_until_this_draft_was_previewed_and_the_result_offers_publish(
+    pat, support_bot, policy_editor, django_capture_on_commit_callbacks
+):
+    policy_service.save_draft(support_bot.agent, {"confirm_days": 10}, user=policy_editor)
+    assert "data-unpreviewed" in pat.get(AGENT).content.decode()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        job = replay_service.start_replay(support_bot.agent, 100, user=policy_editor)
+    result_page = pat.get(reverse("policies:replay", args=["acme", "support-bot", job.pk])).content.decode()
+    assert 'id="publish-from-result"' in result_page
+    # Fewer retrievals than asked for is said, not left as "500" against "0".
+    assert 'id="events-explained"' in result_page and "the last\n    100 retrievals" in result_page
+    assert "data-unpreviewed" not in pat.get(AGENT).content.decode()
+
+    # A changed draft is a new draft: the old preview no longer counts.
+    policy_service.save_draft(support_bot.agent, {"confirm_days": 12}, user=policy_editor)
+    assert "data-unpreviewed" in pat.get(AGENT).content.decode()
+    stale = pat.get(reverse("policies:replay", args=["acme", "support-bot", job.pk])).content.decode()
+    assert 'id="publish-from-result"' not in stale and "preview it again" in stale
+
+
+def test_progress_before_the_count_is_known_never_reads_0_of_0(pat, support_bot, policy_editor, monkeypatch):
+    monkeypatch.setattr(replay_service, "_enqueue", lambda job_id: None)
+    policy_service.save_draft(support_bot.agent, {"confirm_days": 10}, user=policy_editor)
+    job = replay_service.start_replay(support_bot.agent, 100, user=policy_editor)
+    html = pat.get(reverse("policies:replay", args=["acme", "support-bot", job.pk]), **HTMX).content.decode()
+    assert "0 of 0" not in html and 'id="replay-starting"' in html and "Waiting for a worker" in html
+
+
+def test_freshness_ruler_counts_the_agents_active_facts_per_tier(pat, support_bot, project, policy_editor):
+    now = timezone.now()
+    for days in (1, 2, 15, 60):
+        FactFactory(project=project, agent=support_bot.agent, last_verified_at=now - timedelta(days=days))
+    FactFactory(project=project, last_verified_at=now)  # another writer's fact: not counted
+    policy_service.save_draft(support_bot.agent, {"recent_days": 20, "confirm_days": 90}, user=policy_editor)
+
+    html = pat.get(AGENT).content.decode()
+
+    active, draft = html.split('data-ruler="0"')[1].split('data-ruler="1"')
+    # Active version: 7 / 30 days; the draft: 20 / 90 days.
+    assert '<b data-tier="recent">2</b>' in active and '<b data-tier="confirm">1</b>' in active
+    assert '<b data-tier="stale">1</b>' in active
+    assert '<b data-tier="recent">3</b>' in draft and '<b data-tier="confirm">1</b>' in draft
+    assert '<b data-tier="stale">0</b>' in draft

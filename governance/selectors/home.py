@@ -76,18 +76,18 @@ def overview(projects: QuerySet[Project], *, now: datetime | None = None) -> lis
     }
     # Per agent and budget: an agent whose budget changed in the window shows one line per budget.
     per_agent: dict[int, list[AgentUsage]] = {}
-    for row in (
+    for agent_row in (
         RetrievalEvent.objects.filter(project__in=ids, created_at__gte=since)
         .values("project", "agent__slug", "token_budget")
         .annotate(n=Count("id"), tokens=Avg("tokens_used"))
         .order_by("project", "agent__slug", "token_budget")
     ):
-        per_agent.setdefault(row["project"], []).append(
+        per_agent.setdefault(agent_row["project"], []).append(
             AgentUsage(
-                agent=str(row["agent__slug"]),
-                budget=int(row["token_budget"]),
-                retrievals=int(row["n"]),
-                avg_tokens=float(row["tokens"] or 0),
+                agent=str(agent_row["agent__slug"]),
+                budget=int(agent_row["token_budget"]),
+                retrievals=int(agent_row["n"]),
+                avg_tokens=float(agent_row["tokens"] or 0),
             )
         )
     exclusions: dict[int, list[tuple[str, int]]] = {}

@@ -115,7 +115,8 @@ def history(request: HtmxHttpRequest) -> HttpResponse:
     # The page opens on decisions and changes; retrievals have their own tab. An action or
     # fact filter already says what to list, so it shows everything it matches.
     narrowed = request.GET.get("action") or request.GET.get("fact")
-    show = request.GET.get("show") if request.GET.get("show") in SHOW else ("all" if narrowed else "changes")
+    asked = request.GET.get("show", "")
+    show = asked if asked in SHOW else ("all" if narrowed else "changes")
     if form.is_valid():
         page = selectors.history_page(
             access.projects_of(request.user),
@@ -125,7 +126,7 @@ def history(request: HtmxHttpRequest) -> HttpResponse:
         )
     base = reverse("audit:history")
     # Pager and export links keep the filters as sent; a new filter submission carries no cursor.
-    params = {k: v for k, v in request.GET.items() if k != "cursor"}
+    params: dict[str, Any] = {k: v for k, v in request.GET.items() if k != "cursor"}
     params["show"] = show
     projects = list(access.projects_of(request.user).order_by("slug").values_list("slug", flat=True))
     context = {

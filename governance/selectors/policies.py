@@ -8,7 +8,16 @@ from datetime import datetime, timedelta
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
-from governance.models import Agent, ChangeApproval, Fact, Job, PolicyDraft, PolicyVersion, Project
+from governance.models import (
+    Agent,
+    ChangeApproval,
+    Fact,
+    Job,
+    PolicyDraft,
+    PolicyVersion,
+    Project,
+    RetrievalEvent,
+)
 from governance.rules.policy import PolicySettings
 from governance.rules.policy_changes import FieldChange, diff_settings
 from governance.services.replay import JOB_KIND
@@ -143,3 +152,35 @@ def freshness_ruler(
     return FreshnessRuler(
         title, recent_days, confirm_days, counts["recent"], counts["confirm"], counts["stale"]
     )
+
+
+USAGE_EVENTS = 500  # the recent retrievals the budget histogram is drawn from
+USAGE_BINS = 10
+
+
+@dataclass(frozen=True)
+class TokenUsage:
+    """Tokens used by the agent's recent retrievals, binned from zero to the larger budget."""
+
+    events: int
+    edges: list[int]  # USAGE_BINS + 1 bin edges
+    within: list[int]  # per bin: retrievals that fit the compared budget
+    over: list[int]  # per bin: retrievals that would not fit it
+
+
+def token_usage(agent: Agent, active_budget: int, compared_budget: int) -> TokenUsage:
+    """The last ``USAGE_EVENTS`` retrievals against ``compared_budget`` (the draft's, else the active one)."""
+    used = list(
+        RetrievalEvent.objects.filter(agent=agent)
+        .order_by("-created_at", "-id")
+        .values_list("tokens_used", flat=True)[:USAGE_EVENTS]
+    )
+    top = max(active_budget, compared_budget, *used, 1)
+    width = max(1, -(-top // USAGE_BINS))
+    edges = [width * i for i in range(USAGE_BINS + 1)]
+    within = [0] * USAGE_BINS
+    over = [0] * USAGE_BINS
+    for tokens in used:
+        index = min(USAGE_BINS - 1, tokens // width)
+        (within if tokens <= compared_budget else over)[index] += 1
+    return TokenUsage(events=len(used), edges=edges, within=within, over=over)

@@ -38,7 +38,7 @@ from governance.selectors import policies as selectors
 from governance.services import policies as policy_service
 from governance.services import replay as replay_service
 from governance.views.base import check, console_view, scoped
-from governance.views.charts import grouped_bars
+from governance.views.charts import grouped_bars, stacked_bars
 
 AGENT_TEMPLATE = "governance/policies/agent.html"
 REPLAY_TEMPLATE = "governance/policies/replay.html"
@@ -279,6 +279,28 @@ def _workspace(
         # Publishing without a finished preview of this very draft gets a warning.
         "previewed": draft is not None and _previewed(agent, draft.settings),
         "freshness": _freshness_rulers(agent, active, draft.policy if draft else None),
+        **_budget_chart(agent, active, draft.policy if draft else None),
+    }
+
+
+def _budget_chart(agent: Agent, active: PolicySettings, draft: PolicySettings | None) -> dict[str, Any]:
+    """The token budget over a histogram of the agent's recent token use."""
+    budget = draft.token_budget if draft is not None else active.token_budget
+    usage = selectors.token_usage(agent, active.token_budget, budget)
+    last = len(usage.edges) - 2
+    bins = [
+        f"{usage.edges[i]}-{usage.edges[i + 1] - (0 if i == last else 1)}"
+        for i in range(len(usage.edges) - 1)
+    ]
+    which = "the draft's" if draft is not None and draft.token_budget != active.token_budget else "the"
+    return {
+        "usage": usage,
+        "usage_budget": budget,
+        "usage_chart": stacked_bars(
+            f"Tokens used by the last {usage.events} retrievals, against {which} budget of {budget}",
+            bins,
+            {f"within {which} budget": usage.within, f"over {which} budget": usage.over},
+        ),
     }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from datetime import timedelta
 from typing import cast
 
@@ -18,7 +19,7 @@ from governance.services import policies as policy_service
 from governance.services import replay as replay_service
 from tests.governance.policy_helpers import retrieve, write
 from tests.governance.review_helpers import assert_inert, hostile
-from tests.personas import FactFactory, PrincipalFactory, make_agent, make_user
+from tests.personas import FactFactory, PrincipalFactory, make_agent, make_retrieval_event, make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -349,3 +350,19 @@ def test_freshness_ruler_counts_the_agents_active_facts_per_tier(pat, support_bo
     assert '<b data-tier="stale">1</b>' in active
     assert '<b data-tier="recent">3</b>' in draft and '<b data-tier="confirm">1</b>' in draft
     assert '<b data-tier="stale">0</b>' in draft
+
+
+def test_budget_is_drawn_over_a_histogram_of_recent_token_use(pat, support_bot, policy_editor):
+    for tokens in (100, 250, 550):
+        make_retrieval_event(support_bot.agent, tokens_used=tokens, token_budget=600)
+    policy_service.save_draft(support_bot.agent, {"token_budget": 300}, user=policy_editor)
+
+    html = pat.get(AGENT).content.decode()
+
+    section = html[html.index('id="budget-usage"') :]
+    section = section[: section.index("</section>")]
+    assert "last 3 retrievals" in section and "budget of 300" in section
+    # 100 and 250 fit the draft's 300; 550 would not.
+    within = re.findall(r'class="bar s0"[^>]*data-value="(\d+)"', section)
+    over = re.findall(r'class="bar s1"[^>]*data-value="(\d+)"', section)
+    assert sorted(map(int, within)) == [1, 1] and over == ["1"]

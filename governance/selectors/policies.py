@@ -129,6 +129,18 @@ class FreshnessRuler:
         return round(100 * (self.confirm_days - self.recent_days) / self.span_days, 1)
 
     @property
+    def recent_mid(self) -> float:
+        return round(self.recent_percent / 2, 1)
+
+    @property
+    def confirm_mid(self) -> float:
+        return round(self.recent_percent + self.confirm_percent / 2, 1)
+
+    @property
+    def stale_mid(self) -> float:
+        return round(self.confirm_end_percent + self.stale_percent / 2, 1)
+
+    @property
     def confirm_end_percent(self) -> float:
         return round(self.recent_percent + self.confirm_percent, 1)
 

@@ -167,7 +167,7 @@ def stacked_bars(
     slot = (width - left - 8) / max(1, len(categories))
     stacks = []
     for index, label in enumerate(categories):
-        base = top + plot_height
+        base: float = top + plot_height
         segments = []
         for position, name in enumerate(names):
             value = int(series[name][index])

@@ -346,10 +346,12 @@ def test_freshness_ruler_counts_the_agents_active_facts_per_tier(pat, support_bo
 
     active, draft = html.split('data-ruler="0"')[1].split('data-ruler="1"')
     # Active version: 7 / 30 days; the draft: 20 / 90 days.
-    assert '<b data-tier="recent">2</b>' in active and '<b data-tier="confirm">1</b>' in active
-    assert '<b data-tier="stale">1</b>' in active
-    assert '<b data-tier="recent">3</b>' in draft and '<b data-tier="confirm">1</b>' in draft
-    assert '<b data-tier="stale">0</b>' in draft
+    assert (
+        '<tspan data-tier="recent">2</tspan>' in active and '<tspan data-tier="confirm">1</tspan>' in active
+    )
+    assert '<tspan data-tier="stale">1</tspan>' in active
+    assert '<tspan data-tier="recent">3</tspan>' in draft and '<tspan data-tier="confirm">1</tspan>' in draft
+    assert '<tspan data-tier="stale">0</tspan>' in draft
 
 
 def test_budget_is_drawn_over_a_histogram_of_recent_token_use(pat, support_bot, policy_editor):

@@ -205,15 +205,17 @@ def verify(request: HtmxHttpRequest) -> HttpResponse:
     check(request, project)
     job = verification_service.start_verification(project, user=request.user)
     if not request.htmx:
-        return redirect("audit:verification", job_id=job.pk)
+        return redirect("audit:verification", verification_id=job.pk)
     return _verification(request, job)
 
 
 @console_view()
 @require_GET
-def verification(request: HtmxHttpRequest, job_id: str) -> HttpResponse:
+def verification(request: HtmxHttpRequest, verification_id: str) -> HttpResponse:
     job = get_scoped(
-        request, Job.objects.filter(kind=verification_service.JOB_KIND).select_related("project"), pk=job_id
+        request,
+        Job.objects.filter(kind=verification_service.JOB_KIND).select_related("project"),
+        pk=verification_id,
     )
     return _verification(request, job)
 

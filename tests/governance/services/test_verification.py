@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from governance.models import AuditEntry, Job
@@ -13,26 +15,27 @@ from tests.governance.review_helpers import PENDING, propose
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def verified(project, user) -> Job:
+def verified(project, user) -> tuple[Job, dict[str, Any]]:
     job = start_verification(project, user=user)
     # Eager Celery in tests: the task ran when the job's transaction committed.
     job.refresh_from_db()
-    return job
+    assert job.result is not None, job.error
+    return job, job.result
 
 
 def test_an_intact_chain_is_reported_in_words_with_what_was_checked(project, support_bot, reviewer, auditor):
     write = propose(support_bot, PENDING)
     reviews.decide(write.pk, reviews.Decision("approve", "Fine"), reviewer=reviewer)
 
-    job = verified(project, auditor)
+    job, result = verified(project, auditor)
 
     assert (job.kind, job.status, job.created_by) == (JOB_KIND, "succeeded", auditor)
-    assert job.result["intact"] is True
+    assert result["intact"] is True
     entries = AuditEntry.objects.filter(project=project).count()
     # The request itself is an audit entry, written before the walk.
-    assert job.result["entries"] == entries
-    assert f"all {entries} entries link to each other" in job.result["summary"]
-    assert "No signed checkpoint exists yet" in job.result["summary"]
+    assert result["entries"] == entries
+    assert f"all {entries} entries link to each other" in result["summary"]
+    assert "No signed checkpoint exists yet" in result["summary"]
     asked = AuditEntry.objects.get(project=project, action="audit.verification_requested")
     assert asked.actor_user == auditor
 
@@ -43,12 +46,12 @@ def test_an_edited_entry_is_named_and_the_chain_reported_broken(project, support
     victim = AuditEntry.objects.get(project=project, action="write.approve")
     tamper("UPDATE governance_auditentry SET reason = %s WHERE id = %s", ["nothing to see", victim.pk])
 
-    job = verified(project, auditor)
+    _, result = verified(project, auditor)
 
-    assert job.result["intact"] is False
-    assert job.result["sequence"] == victim.sequence
-    assert job.result["summary"].startswith(f"The audit chain is broken at entry {victim.sequence}")
-    assert "content does not match its hash" in job.result["summary"]
+    assert result["intact"] is False
+    assert result["sequence"] == victim.sequence
+    assert result["summary"].startswith(f"The audit chain is broken at entry {victim.sequence}")
+    assert "content does not match its hash" in result["summary"]
 
 
 def test_another_projects_damage_does_not_fail_this_project(project, other_project, outsider_bot, auditor):
@@ -57,5 +60,5 @@ def test_another_projects_damage_does_not_fail_this_project(project, other_proje
     assert victim is not None
     tamper("UPDATE governance_auditentry SET reason = %s WHERE id = %s", ["edited", victim.pk])
 
-    assert verified(project, auditor).result["intact"] is True
-    assert verified(other_project, auditor).result["intact"] is False
+    assert verified(project, auditor)[1]["intact"] is True
+    assert verified(other_project, auditor)[1]["intact"] is False

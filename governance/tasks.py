@@ -18,6 +18,7 @@ from governance.services import facts as fact_service
 from governance.services import feed as feed_service
 from governance.services import queue_health as queue_health_service
 from governance.services import replay as replay_service
+from governance.services import verification as verification_service
 
 logger = logging.getLogger(__name__)
 
@@ -132,6 +133,21 @@ def expire_facts() -> int:
 def run_replay(job_id: str) -> bool:
     """What-if replay of a policy draft (issue 5); the job row carries progress and result."""
     return replay_service.run(job_id)
+
+
+@shared_task(
+    name="governance.tasks.verify_audit_chain",
+    soft_time_limit=REPLAY_TIME_LIMITS[0],
+    time_limit=REPLAY_TIME_LIMITS[1],
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=2,
+    retry_backoff_max=60,
+    retry_jitter=True,
+    max_retries=3,
+)
+def verify_audit_chain(job_id: str) -> bool:
+    """An auditor's "verify chain" (services.verification); the job row carries the result."""
+    return verification_service.run(job_id)
 
 
 @shared_task(

@@ -441,6 +441,8 @@ CELERY_BEAT_SCHEDULE = {
 # project's SLA unless the project sets its own; each breach is announced once
 # by email to the project's admins and REVIEW_SLA_NOTIFY_EMAILS (comma-separated).
 REVIEW_SLA_MINUTES = env_int("REVIEW_SLA_MINUTES", 240)
+# How long after a decision its reviewer may undo it in the console (docs/console.md).
+REVIEW_UNDO_SECONDS = env_int("REVIEW_UNDO_SECONDS", 10)
 REVIEW_SLA_NOTIFY_EMAILS = [
     a.strip() for a in env_str("REVIEW_SLA_NOTIFY_EMAILS", "").split(",") if a.strip()
 ]

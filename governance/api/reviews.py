@@ -155,7 +155,9 @@ class ReviewDecisionView(GovernanceAPIView):
             raise Conflict(f"Write {write.pk}: {exc}", code="withdrawn") from exc
         except review_service.InvalidDecision as exc:
             raise serializers.ValidationError({exc.field: [str(exc)]}) from exc
-        decided = Write.objects.select_related("principal", "session", "fact", "decision__reviewer").get(
-            pk=write.pk
+        decided = (
+            Write.objects.select_related("principal", "session", "fact")
+            .prefetch_related("decisions__reviewer")
+            .get(pk=write.pk)
         )
         return Response(WriteDetailSerializer(write_detail(decided)).data)

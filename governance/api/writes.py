@@ -167,7 +167,6 @@ class WriteDetailSerializer(serializers.Serializer):
 
 def write_detail(write: Write) -> dict[str, object]:
     """The body of GET /writes/{id} and of a review decision (WriteDetailSerializer)."""
-    decision = getattr(write, "decision", None) if hasattr(write, "decision") else None
     supersedes = list(write.fact.supersedes.values_list("old_fact_id", flat=True)) if write.fact else []
     return {
         "id": write.pk,
@@ -189,19 +188,17 @@ def write_detail(write: Write) -> dict[str, object]:
         "session": write.session.external_id if write.session else None,
         "derived_from_retrieval": write.derived_from_retrieval_id,
         "findings": write.findings,
-        "decisions": (
-            [
-                {
-                    "action": decision.action,
-                    "reason": decision.reason,
-                    "reviewer": decision.reviewer.get_username(),
-                    "statement": decision.edited_statement or None,
-                    "created_at": decision.created_at.isoformat(),
-                }
-            ]
-            if decision
-            else []
-        ),
+        # Every decision in order, an undone one and its undo included (append-only).
+        "decisions": [
+            {
+                "action": decision.action,
+                "reason": decision.reason,
+                "reviewer": decision.reviewer.get_username(),
+                "statement": decision.edited_statement or None,
+                "created_at": decision.created_at.isoformat(),
+            }
+            for decision in sorted(write.decisions.all(), key=lambda d: d.sequence)
+        ],
         "fact": {"id": write.fact.pk, "status": write.fact.status} if write.fact else None,
         "conflicts_with": write.conflicts_with_id,
         "supersedes": supersedes,
@@ -376,7 +373,9 @@ class WriteDetail(AgentAPIView):
     )
     def get(self, request: Request, write_id: int) -> Response:
         write = get_object_or_404(
-            Write.objects.select_related("principal", "session", "fact", "decision__reviewer"),
+            Write.objects.select_related("principal", "session", "fact").prefetch_related(
+                "decisions__reviewer"
+            ),
             pk=write_id,
             project=self.project(request),
         )

@@ -105,6 +105,14 @@ class Write(models.Model):
     def __str__(self) -> str:
         return f"write {self.pk} ({self.status})"
 
+    @property
+    def decision(self) -> ReviewDecision | None:
+        """The decision that stands: the latest one, or none when it was undone.
+
+        Uses ``decisions`` as prefetched (``prefetch_related("decisions__reviewer")``)."""
+        latest = max(self.decisions.all(), key=lambda d: d.sequence, default=None)
+        return None if latest is None or latest.action == ReviewAction.UNDO else latest
+
 
 class ReviewAction(models.TextChoices):
     APPROVE = "approve"
@@ -112,14 +120,20 @@ class ReviewAction(models.TextChoices):
     EDIT_APPROVE = "edit_approve"
     # Two facts that may contradict each other are both right (services/conflicts.py).
     KEEP_BOTH = "keep_both"
+    # Reverses the decision before it, within the short undo window (docs/console.md):
+    # the write waits for review again. Decisions are append-only, so an undo is a row too.
+    UNDO = "undo"
 
 
 # Erasable history: an edit-and-approve keeps the reviewer's statement, which a
 # withdrawal (R8) must be able to blank in the history rows too.
 @tracked(erasable=True)
 class ReviewDecision(models.Model):
-    # One decision per write: when two reviewers race, the database lets exactly one win.
-    write = models.OneToOneField(Write, on_delete=models.PROTECT, related_name="decision")
+    # Decisions on a write are numbered 1, 2, ...: when two reviewers race for the
+    # same number, the database lets exactly one win. A later number exists only
+    # after an undo put the write back in the queue.
+    write = models.ForeignKey(Write, on_delete=models.PROTECT, related_name="decisions")
+    sequence = models.PositiveSmallIntegerField(default=1)
     reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     action = models.CharField(max_length=16, choices=ReviewAction.choices)
     reason = models.TextField()
@@ -131,6 +145,7 @@ class ReviewDecision(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(action__in=ReviewAction.values), name="decision_action_known"),
             models.CheckConstraint(condition=~Q(reason=""), name="decision_reason_required"),
+            models.UniqueConstraint(fields=["write", "sequence"], name="decision_write_sequence_unique"),
         ]
         triggers = append_only("decision", allow_erasure=True)
 

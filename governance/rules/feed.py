@@ -37,7 +37,9 @@ EVENT_LABELS: dict[str, str] = {
     "checkpoint.signed": "Checkpoint signed",
 }
 
-REVIEW_ACTIONS = frozenset({"write.approve", "write.reject", "write.edit_approve", "write.keep_both"})
+REVIEW_ACTIONS = frozenset(
+    {"write.approve", "write.reject", "write.edit_approve", "write.keep_both", "write.undo"}
+)
 DIRECT = {
     "fact.superseded": "fact.superseded",
     "fact.withdrawn": "fact.withdrawn",

@@ -60,7 +60,7 @@ def why_missing(project: Project, principal_id: str, phrase: str, *, agent: Agen
                 has_fact=w.fact_id is not None,
             )
             for w in Write.objects.filter(project=project, principal=principal, statement__icontains=phrase)
-            .select_related("decision")
+            .prefetch_related("decisions")
             .order_by("-created_at")[:MAX_MATCHES]
         ]
         # A withdrawn statement is erased; only an exact repeat of it matches its keyed hash (R8).

@@ -68,6 +68,7 @@ KNOWN_ACTIONS = (
     "write.reject",
     "write.edit_approve",
     "write.keep_both",
+    "write.undo",
     "policy.draft_saved",
     "policy.published",
     "policy.rolled_back",
@@ -118,6 +119,7 @@ class HistoryFilters:
     principal: str | None = None  # external id
     fact: int | None = None
     project: str | None = None  # slug, to narrow a multi-project user's view
+    show: str = "all"  # "changes" (audit entries), "retrievals", or "all"
 
 
 @dataclass(frozen=True)
@@ -209,6 +211,8 @@ def _fact_writes(fact_id: int) -> QuerySet[Write]:
 def audit_entries(project_ids: list[int], filters: HistoryFilters) -> QuerySet[AuditEntry]:
     """Audit entries matching the filters; every condition is index-friendly or a subquery."""
     qs = AuditEntry.objects.filter(project_id__in=project_ids)
+    if filters.show == "retrievals":
+        return qs.none()
     if filters.actor:
         qs = qs.filter(actor=filters.actor)
     if filters.action:
@@ -247,6 +251,8 @@ def audit_entries(project_ids: list[int], filters: HistoryFilters) -> QuerySet[A
 
 def retrieval_events(project_ids: list[int], filters: HistoryFilters) -> QuerySet[RetrievalEvent]:
     qs = RetrievalEvent.objects.filter(project_id__in=project_ids)
+    if filters.show == "changes":
+        return qs.none()
     if filters.actor:
         # Retrievals are made by agents, so only an agent:<slug> actor can match.
         kind, _, slug = filters.actor.partition(":")

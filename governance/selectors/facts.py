@@ -208,7 +208,8 @@ def fact_page(fact: Fact) -> FactPage:
     )
     writes = list(
         Write.objects.filter(Q(fact=fact) | Q(corroborated=fact))
-        .select_related("agent", "principal", "decision__reviewer")
+        .select_related("agent", "principal")
+        .prefetch_related("decisions__reviewer")
         .order_by("created_at", "id")
     )
     return FactPage(

@@ -16,6 +16,21 @@ METRICS_WINDOW = timedelta(hours=24)
 
 
 @dataclass(frozen=True)
+class AgentUsage:
+    """One agent's mean tokens against its own budget: budgets differ between agents,
+    so a project-wide mean of tokens over a mean of budgets would compare nothing."""
+
+    agent: str
+    budget: int
+    retrievals: int
+    avg_tokens: float
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.avg_tokens / self.budget) if self.budget else 0
+
+
+@dataclass(frozen=True)
 class ProjectOverview:
     project: Project
     agents: int
@@ -24,8 +39,7 @@ class ProjectOverview:
     quarantined: int
     oldest_waiting: datetime | None
     retrievals: int
-    avg_tokens: float | None
-    avg_budget: float | None
+    agent_usage: list[AgentUsage] = field(default_factory=list)
     exclusions: list[tuple[str, int]] = field(default_factory=list)
 
 
@@ -59,8 +73,24 @@ def overview(projects: QuerySet[Project], *, now: datetime | None = None) -> lis
         row["project"]: dict(row)
         for row in RetrievalEvent.objects.filter(project__in=ids, created_at__gte=since)
         .values("project")
-        .annotate(n=Count("id"), tokens=Avg("tokens_used"), budget=Avg("token_budget"))
+        .annotate(n=Count("id"))
     }
+    # Per agent and budget: an agent whose budget changed in the window shows one line per budget.
+    per_agent: dict[int, list[AgentUsage]] = {}
+    for agent_row in (
+        RetrievalEvent.objects.filter(project__in=ids, created_at__gte=since)
+        .values("project", "agent__slug", "token_budget")
+        .annotate(n=Count("id"), tokens=Avg("tokens_used"))
+        .order_by("project", "agent__slug", "token_budget")
+    ):
+        per_agent.setdefault(agent_row["project"], []).append(
+            AgentUsage(
+                agent=str(agent_row["agent__slug"]),
+                budget=int(agent_row["token_budget"]),
+                retrievals=int(agent_row["n"]),
+                avg_tokens=float(agent_row["tokens"] or 0),
+            )
+        )
     exclusions: dict[int, list[tuple[str, int]]] = {}
     # Candidates live inside their event (a JSON array each, reason second): unnested here.
     with connection.cursor() as cursor:
@@ -86,8 +116,7 @@ def overview(projects: QuerySet[Project], *, now: datetime | None = None) -> lis
                 quarantined=wait.get("quarantined", 0),
                 oldest_waiting=wait.get("oldest"),
                 retrievals=use.get("n", 0),
-                avg_tokens=use.get("tokens"),
-                avg_budget=use.get("budget"),
+                agent_usage=per_agent.get(project.pk, []),
                 exclusions=exclusions.get(project.pk, []),
             )
         )

@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Q, QuerySet
+from django.utils import timezone
 
-from governance.models import Agent, ChangeApproval, Fact, Job, PolicyDraft, PolicyVersion, Project
+from governance.models import (
+    Agent,
+    ChangeApproval,
+    Fact,
+    Job,
+    PolicyDraft,
+    PolicyVersion,
+    Project,
+    RetrievalEvent,
+)
 from governance.rules.policy import PolicySettings
 from governance.rules.policy_changes import FieldChange, diff_settings
 from governance.rules.replay import JOB_KIND
@@ -115,3 +126,97 @@ def pending_approvals(project_ids: list[int]) -> list[ChangeApproval]:
         .select_related("project", "agent", "requested_by")
         .order_by("requested_at", "id")
     )
+
+
+@dataclass(frozen=True)
+class FreshnessRuler:
+    """The freshness tiers (R9) on one scale, with how many of the agent's active facts fall in each."""
+
+    title: str
+    recent_days: int
+    confirm_days: int
+    recent: int
+    confirm: int
+    stale: int
+
+    @property
+    def span_days(self) -> int:
+        # The stale part gets a quarter of the ruler past the re-confirm limit.
+        return max(1, round(self.confirm_days * 1.25))
+
+    @property
+    def recent_percent(self) -> float:
+        return round(100 * self.recent_days / self.span_days, 1)
+
+    @property
+    def confirm_percent(self) -> float:
+        return round(100 * (self.confirm_days - self.recent_days) / self.span_days, 1)
+
+    @property
+    def recent_mid(self) -> float:
+        return round(self.recent_percent / 2, 1)
+
+    @property
+    def confirm_mid(self) -> float:
+        return round(self.recent_percent + self.confirm_percent / 2, 1)
+
+    @property
+    def stale_mid(self) -> float:
+        return round(self.confirm_end_percent + self.stale_percent / 2, 1)
+
+    @property
+    def confirm_end_percent(self) -> float:
+        return round(self.recent_percent + self.confirm_percent, 1)
+
+    @property
+    def stale_percent(self) -> float:
+        return round(100 - self.recent_percent - self.confirm_percent, 1)
+
+
+def freshness_ruler(
+    agent: Agent, title: str, recent_days: int, confirm_days: int, *, now: datetime | None = None
+) -> FreshnessRuler:
+    """One aggregate query: the agent's active facts by age since last verification."""
+    now = now or timezone.now()
+    recent_from = now - timedelta(days=recent_days)
+    confirm_from = now - timedelta(days=confirm_days)
+    counts = Fact.objects.filter(agent=agent, status="active").aggregate(
+        recent=Count("id", filter=Q(last_verified_at__gte=recent_from)),
+        confirm=Count("id", filter=Q(last_verified_at__lt=recent_from, last_verified_at__gte=confirm_from)),
+        stale=Count("id", filter=Q(last_verified_at__lt=confirm_from)),
+    )
+    return FreshnessRuler(
+        title, recent_days, confirm_days, counts["recent"], counts["confirm"], counts["stale"]
+    )
+
+
+USAGE_EVENTS = 500  # the recent retrievals the budget histogram is drawn from
+USAGE_BINS = 10
+
+
+@dataclass(frozen=True)
+class TokenUsage:
+    """Tokens used by the agent's recent retrievals, binned from zero to the larger budget."""
+
+    events: int
+    edges: list[int]  # USAGE_BINS + 1 bin edges
+    within: list[int]  # per bin: retrievals that fit the compared budget
+    over: list[int]  # per bin: retrievals that would not fit it
+
+
+def token_usage(agent: Agent, active_budget: int, compared_budget: int) -> TokenUsage:
+    """The last ``USAGE_EVENTS`` retrievals against ``compared_budget`` (the draft's, else the active one)."""
+    used = list(
+        RetrievalEvent.objects.filter(agent=agent)
+        .order_by("-created_at", "-id")
+        .values_list("tokens_used", flat=True)[:USAGE_EVENTS]
+    )
+    top = max(active_budget, compared_budget, *used, 1)
+    width = max(1, -(-top // USAGE_BINS))
+    edges = [width * i for i in range(USAGE_BINS + 1)]
+    within = [0] * USAGE_BINS
+    over = [0] * USAGE_BINS
+    for tokens in used:
+        index = min(USAGE_BINS - 1, tokens // width)
+        (within if tokens <= compared_budget else over)[index] += 1
+    return TokenUsage(events=len(used), edges=edges, within=within, over=over)

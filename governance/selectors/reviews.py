@@ -43,6 +43,7 @@ ACTION_WORDS: dict[str, str] = {
     "reject": "rejected",
     "edit_approve": "approved with edits",
     "keep_both": "kept both",
+    "undo": "put back in the queue",
 }
 
 
@@ -414,7 +415,12 @@ class DecidedInfo:
 def decided_info(write_id: int) -> DecidedInfo:
     """Who decided a write, for the reviewer who lost the race (or came late)."""
     write = Write.objects.select_related("fact").get(pk=write_id)
-    decision = ReviewDecision.objects.filter(write_id=write_id).select_related("reviewer").first()
+    decision = (
+        ReviewDecision.objects.filter(write_id=write_id)
+        .select_related("reviewer")
+        .order_by("-sequence")
+        .first()
+    )
     if decision is None:
         return DecidedInfo(write=write, reviewer=None, action=None, reason="", at=write.decided_at)
     return DecidedInfo(

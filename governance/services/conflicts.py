@@ -58,7 +58,7 @@ def flag_possible_conflict(newer: Fact, older: Fact, *, detail: str, found_by: s
         return None
     pair = Q(fact=newer, conflicts_with=older) | Q(fact=older, conflicts_with=newer)
     already = Write.objects.filter(pair, source_ref__startswith="conflict-check:").filter(
-        Q(status="pending_review") | Q(decision__action=KEEP_BOTH)
+        Q(status="pending_review") | Q(decisions__action=KEEP_BOTH)
     )
     if already.exists():
         return None
@@ -117,7 +117,7 @@ def rulings_for(project: Project, principal: Principal | None) -> contradictions
         .filter(
             Q(principal=principal) | Q(principal__isnull=True) if principal else Q(principal__isnull=True)
         )
-        .filter(Q(status="pending_review") | Q(decision__action=KEEP_BOTH))
+        .filter(Q(status="pending_review") | Q(decisions__action=KEEP_BOTH))
         .values_list("fact_id", "conflicts_with_id", "status")
     )
     kept: set[frozenset[int]] = set()

@@ -506,7 +506,7 @@ def _flag_derived_summaries(fact: Fact) -> list[int]:
         fields = ["confidence", "status_reason"]
         # Back to the review queue, out of every context until a person looks,
         # when its write was never decided (a decided write cannot be decided twice).
-        undecided = Write.objects.filter(fact=summary, status="active", decision__isnull=True)
+        undecided = Write.objects.filter(fact=summary, status="active", decisions__isnull=True)
         requeued = list(undecided.values_list("pk", flat=True))
         if requeued:
             summary.status = "pending_review"

@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from governance.models import Fact, ReviewDecision, Tombstone, Write
+from governance.models import (
+    AuditEntry,
+    Fact,
+    RetrievalEvent,
+    ReviewDecision,
+    Supersession,
+    Tombstone,
+    Write,
+)
 from governance.rules import identifiers
 from governance.rules.text import statement_fingerprint
 from governance.rules.tokens import count_tokens
@@ -49,6 +59,10 @@ class Tombstoned(Exception):
         self.tombstone = tombstone
 
 
+class UndoRefused(Exception):
+    """The decision can no longer be undone; the message says why, for the reviewer."""
+
+
 class InvalidDecision(Exception):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(message)
@@ -81,7 +95,7 @@ def decide(write_id: int, decision: Decision, *, reviewer: Any) -> Write:
     except IntegrityError as exc:
         # The row lock makes this unreachable in practice; the unique decision
         # per write is the database's last word if a code path skipped it.
-        if "governance_reviewdecision_write_id" in str(exc) or "unique" in str(exc).lower():
+        if "decision_write_sequence_unique" in str(exc) or "unique" in str(exc).lower():
             raise AlreadyDecided(Write.objects.get(pk=write_id)) from exc
         raise
 
@@ -91,7 +105,8 @@ def _decide(write_id: int, decision: Decision, reason: str, reviewer: Any) -> Wr
     # Lock the write: a second reviewer waits here, then sees it decided.
     # of=("self",): the nullable agent join cannot be locked (PostgreSQL refuses FOR UPDATE on it).
     write = Write.objects.select_for_update(of=("self",)).select_related("project", "agent").get(pk=write_id)
-    if write.status not in REVIEWABLE or ReviewDecision.objects.filter(write=write).exists():
+    latest = _latest_decision(write)
+    if write.status not in REVIEWABLE or (latest is not None and latest.action != "undo"):
         raise AlreadyDecided(write)
     edited = decision.statement.strip() if decision.statement is not None else None
     action = "edit_approve" if edited is not None and edited != write.statement else decision.action
@@ -112,7 +127,13 @@ def _decide(write_id: int, decision: Decision, reason: str, reviewer: Any) -> Wr
         # to forget this statement (or the edited one) after it was written.
         _refuse_tombstoned(write, edited)
     ReviewDecision.objects.create(
-        write=write, reviewer=reviewer, action=action, reason=reason, edited_statement=edited or ""
+        write=write,
+        reviewer=reviewer,
+        action=action,
+        reason=reason,
+        edited_statement=edited or "",
+        # After an undo the write is decided afresh under the next number.
+        sequence=latest.sequence + 1 if latest is not None else 1,
     )
     # The decision row keeps the note as written (erasable with the write); the
     # audit chain and the supersession, which are never erased, get it without
@@ -207,6 +228,123 @@ def _decide(write_id: int, decision: Decision, reason: str, reviewer: Any) -> Wr
     return write
 
 
+def _latest_decision(write: Write) -> ReviewDecision | None:
+    return ReviewDecision.objects.filter(write=write).order_by("-sequence").first()
+
+
+def undo_window() -> timedelta:
+    return timedelta(seconds=settings.REVIEW_UNDO_SECONDS)
+
+
+def undo(write_id: int, *, reviewer: Any, now: datetime | None = None) -> Write:
+    """Put a just-decided write back in the queue, as it was before the decision.
+
+    The trail stays append-only: the decision row and its audit entry remain, and
+    the undo adds a decision row (``undo``) and a ``write.undo`` audit entry. It is
+    allowed only to the reviewer who decided, within ``REVIEW_UNDO_SECONDS``, and
+    only while nothing has built on the decision: an approved fact must still be
+    active, must not have replaced another fact, and must not have been given to
+    an agent (reversing what an agent already received would rewrite history).
+    """
+    now = now or timezone.now()
+    with transaction.atomic():
+        # The same lock as a decision: an undo and a decision on one write never interleave.
+        write = (
+            Write.objects.select_for_update(of=("self",)).select_related("project", "agent").get(pk=write_id)
+        )
+        latest = _latest_decision(write)
+        if latest is None or latest.action == "undo" or write.status in REVIEWABLE:
+            raise UndoRefused("There is no decision on this write to undo.")
+        if latest.reviewer_id != reviewer.pk:
+            raise UndoRefused("Only the reviewer who decided can undo the decision.")
+        if now - latest.created_at > undo_window():
+            raise UndoRefused(
+                f"The decision can no longer be undone: undo is possible for "
+                f"{settings.REVIEW_UNDO_SECONDS} seconds after deciding."
+            )
+        waiting = _status_before(write, latest)
+        fact = Fact.objects.select_for_update().filter(pk=write.fact_id).first() if write.fact_id else None
+        status_reason = f"Back in the review queue: {reviewer.get_username()} undid the decision"
+        if latest.action in ("approve", "edit_approve"):
+            _refuse_undo_of_approval(fact)
+            assert fact is not None  # an approval always carries its fact
+            if latest.action == "edit_approve":
+                # The edit was the reviewer's; undone, the fact holds what the agent sent again.
+                _set_statement(fact, write, write.statement)
+            fact.status = waiting
+            fact.status_reason = status_reason
+            fact.status_changed_at = now
+            fact.save()
+        elif fact is not None and fact.status == "rejected":
+            fact.status = waiting
+            fact.status_reason = status_reason
+            fact.status_changed_at = now
+            fact.save(update_fields=["status", "status_reason", "status_changed_at"])
+        decided_status = write.status
+        write.status = waiting
+        write.decided_at = None
+        write.save(update_fields=["status", "decided_at"])
+        reason = f"Undid the decision ({latest.action}) within the undo window"
+        ReviewDecision.objects.create(
+            write=write, reviewer=reviewer, action="undo", reason=reason, sequence=latest.sequence + 1
+        )
+        audit.record(
+            write.project,
+            "write.undo",
+            write,
+            reason=reason,
+            actor=f"user:{reviewer.get_username()}",
+            actor_user=reviewer,
+            data={"from": decided_status, "to": waiting, "fact": write.fact_id, "undoes": latest.action},
+        )
+    return write
+
+
+def _status_before(write: Write, decision: ReviewDecision) -> str:
+    """Where the write waited before ``decision``: the ``from`` of the decision's audit entry."""
+    entry = (
+        AuditEntry.objects.filter(
+            project=write.project_id,
+            object_type="write",
+            object_id=str(write.pk),
+            action=f"write.{decision.action}",
+        )
+        .order_by("-sequence")
+        .values_list("data", flat=True)
+        .first()
+    )
+    before = (entry or {}).get("from")
+    return before if before in REVIEWABLE else "pending_review"
+
+
+def _refuse_undo_of_approval(fact: Fact | None) -> None:
+    if fact is None or fact.status != "active":
+        raise UndoRefused(
+            "The decision can no longer be undone: the approved fact has changed since "
+            "(it was replaced, forgotten or has expired)."
+        )
+    if Supersession.objects.filter(new_fact=fact).exists():
+        raise UndoRefused(
+            "The decision can no longer be undone: the approved fact already replaced an older one. "
+            "Correct it from the fact's page instead."
+        )
+    if RetrievalEvent.objects.filter(selected_fact_ids__contains=[fact.pk]).exists():
+        raise UndoRefused(
+            "The decision can no longer be undone: an agent has already been given the approved fact."
+        )
+
+
+def _set_statement(fact: Fact, write: Write, statement: str) -> None:
+    fact.statement = statement
+    fact.statement_digest = statement_digest(statement)
+    fact.fingerprint = statement_fingerprint(statement, fingerprint_key())
+    fact.embedding = None
+    fact.embedded_at = None
+    policy = write.agent.active_policy.policy if write.agent and write.agent.active_policy else None
+    fact.token_count = count_tokens(statement, policy.encoding if policy else "o200k_base")
+    enqueue_embedding(fact.pk)
+
+
 def _refuse_tombstoned(write: Write, edited: str | None) -> None:
     """Raise Tombstoned when the statement to approve matches a tombstone of this project and principal."""
     fact_statement = (
@@ -257,12 +395,5 @@ def _approved_fact(write: Write, edited: str | None, reviewer: Any) -> Fact:
     if edited is not None and edited != fact.statement:
         # The fact was never active, so its text can still change; the write
         # keeps what the agent sent and the decision keeps the edit.
-        fact.statement = edited
-        fact.statement_digest = statement_digest(edited)
-        fact.fingerprint = statement_fingerprint(edited, fingerprint_key())
-        fact.embedding = None
-        fact.embedded_at = None
-        policy = write.agent.active_policy.policy if write.agent and write.agent.active_policy else None
-        fact.token_count = count_tokens(edited, policy.encoding if policy else "o200k_base")
-        enqueue_embedding(fact.pk)
+        _set_statement(fact, write, edited)
     return fact

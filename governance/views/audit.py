@@ -1,7 +1,8 @@
 """The auditors' console: the history browser, a fact's full timeline, and the streamed export.
 
-Read-only for every role: these views answer GET only (``console_view``
-refuses other methods to anyone without write roles, and none are given).
+Read-only for every role, with one exception: "verify chain" (POST) queues a
+verification job, which any role in the project may start; it changes nothing
+but adds the job and an audit entry saying who asked.
 Reads go through ``governance.selectors.audit``; audit data holds digests,
 never erasable content. Actor labels, reasons and principal ids can come from
 agents, so templates render them escaped inside ``hx-disable`` containers.
@@ -15,20 +16,23 @@ from urllib.parse import urlencode
 from django import forms
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, StreamingHttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 from django_htmx.middleware import HtmxDetails
 
 from governance import access
 from governance.exports import export_response
-from governance.models import Fact
+from governance.models import Fact, Job
 from governance.rules.export import FORMATS
 from governance.selectors import audit as selectors
-from governance.views.base import console_view, datetime_local_field, get_scoped
+from governance.services import verification as verification_service
+from governance.views.base import check, console_view, datetime_local_field, get_scoped
 
 PAGE_SIZE = 50
+# The history page's tabs: decisions and changes apart from retrieval traffic (which outnumbers them).
+SHOW = {"changes": "Decisions and changes", "retrievals": "Retrievals", "all": "Everything"}
 
 
 class HistoryFilterForm(forms.Form):
@@ -47,6 +51,8 @@ class HistoryFilterForm(forms.Form):
     principal = forms.CharField(required=False, max_length=200, label="Principal (external id)")
     fact = forms.IntegerField(required=False, min_value=1, label="Fact id")
     project = forms.ChoiceField(required=False, label="Project")
+    # Which traffic to list: decisions and other changes, retrievals, or both.
+    show = forms.ChoiceField(required=False, choices=[(v, v) for v in SHOW], widget=forms.HiddenInput)
     cursor = forms.CharField(required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args: Any, projects: list[str], **kwargs: Any) -> None:
@@ -72,9 +78,10 @@ class HistoryFilterForm(forms.Form):
             self.add_error("until", "The period must end after it starts.")
         return data
 
-    def filters(self) -> selectors.HistoryFilters:
+    def filters(self, *, default_show: str = "all") -> selectors.HistoryFilters:
         data = self.cleaned_data
         return selectors.HistoryFilters(
+            show=data.get("show") or default_show,
             actor=data["actor"].strip() or None,
             action=data["action"].strip() or None,
             since=data["since"],
@@ -106,18 +113,28 @@ def _form(request: HtmxHttpRequest) -> HistoryFilterForm:
 def history(request: HtmxHttpRequest) -> HttpResponse:
     form = _form(request)
     page = selectors.HistoryPage([], None)
+    # The page opens on decisions and changes; retrievals have their own tab. An action or
+    # fact filter already says what to list, so it shows everything it matches.
+    narrowed = request.GET.get("action") or request.GET.get("fact")
+    asked = request.GET.get("show", "")
+    show = asked if asked in SHOW else ("all" if narrowed else "changes")
     if form.is_valid():
         page = selectors.history_page(
             access.projects_of(request.user),
-            form.filters(),
+            form.filters(default_show=show),
             after=form.cleaned_data["cursor"],
             limit=PAGE_SIZE,
         )
     base = reverse("audit:history")
     # Pager and export links keep the filters as sent; a new filter submission carries no cursor.
-    params = {k: v for k, v in request.GET.items() if k != "cursor"}
+    params: dict[str, Any] = {k: v for k, v in request.GET.items() if k != "cursor"}
+    params["show"] = show
+    projects = list(access.projects_of(request.user).order_by("slug").values_list("slug", flat=True))
     context = {
         "form": form,
+        "show": show,
+        "tabs": [(value, text, _with_query(base, {**params, "show": value})) for value, text in SHOW.items()],
+        "verify_projects": projects,
         "items": page.items,
         "known_actions": (*selectors.ACTION_FAMILIES, *selectors.KNOWN_ACTIONS),
         "several_projects": len({item.project for item in page.items}) > 1,
@@ -170,3 +187,42 @@ def export(request: HtmxHttpRequest) -> HttpResponse | StreamingHttpResponse:
             content_type="text/plain",
         )
     return export_response(access.projects_of(request.user), form.filters(), fmt)
+
+
+@require_POST
+@console_view(write_roles=access.READ_ROLES)
+def verify(request: HtmxHttpRequest) -> HttpResponse:
+    """Queue "verify chain" for one project (any role there may ask; it changes nothing)."""
+    slug = request.POST.get("project", "")
+    project = access.projects_of(request.user).filter(slug=slug).first()
+    if project is None:
+        # Not one of the user's projects (or not a project at all): nothing to verify, nothing said about it.
+        return render(
+            request,
+            "governance/audit/history.html#verify_result",
+            {"verify_error": "Choose one of your projects to verify."},
+            status=400,
+        )
+    check(request, project)
+    job = verification_service.start_verification(project, user=request.user)
+    if not request.htmx:
+        return redirect("audit:verification", verification_id=job.pk)
+    return _verification(request, job)
+
+
+@console_view()
+@require_GET
+def verification(request: HtmxHttpRequest, verification_id: str) -> HttpResponse:
+    job = get_scoped(
+        request,
+        Job.objects.filter(kind=verification_service.JOB_KIND).select_related("project"),
+        pk=verification_id,
+    )
+    return _verification(request, job)
+
+
+def _verification(request: HtmxHttpRequest, job: Job) -> HttpResponse:
+    template = "governance/audit/verification.html"
+    if request.htmx:
+        template += "#verify_result"
+    return render(request, template, {"job": job})

@@ -39,7 +39,7 @@ from governance.services import policies as policy_service
 from governance.services import relevance
 from governance.services import replay as replay_service
 from governance.views.base import check, console_view, scoped
-from governance.views.charts import grouped_bars
+from governance.views.charts import grouped_bars, stacked_bars
 
 AGENT_TEMPLATE = "governance/policies/agent.html"
 REPLAY_TEMPLATE = "governance/policies/replay.html"
@@ -53,7 +53,7 @@ LABELS: dict[str, str] = {
     "recent_days": "Recent for (days)",
     "confirm_days": "Re-confirm up to (days)",
     "session_resume_days": "Resume a session within (days)",
-    "session_confirm_days": "Confirm identity within (days)",
+    "session_confirm_days": "Ask the person to confirm within (days)",
     "min_authority": "Authority floor",
     "allowed_kinds": "Allowed kinds",
     "per_round_kinds": "Per-round kinds",
@@ -69,8 +69,16 @@ LABELS: dict[str, str] = {
 # Fieldsets of the form, in the order a product manager thinks about them.
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Budget", ("token_budget", "encoding", "max_items")),
-    ("Freshness", ("recent_days", "confirm_days", "decay_half_life_days")),
-    ("Returning people", ("session_resume_days", "session_confirm_days", "require_identity_verification")),
+    # Two unrelated "confirm" settings: one is about a fact's age, the other about how long
+    # ago the person was last seen. Their fieldsets say which is which.
+    (
+        "Freshness of each fact (age since last verified)",
+        ("recent_days", "confirm_days", "decay_half_life_days"),
+    ),
+    (
+        "Returning people (time since the person was last seen, not the facts' age)",
+        ("session_resume_days", "session_confirm_days", "require_identity_verification"),
+    ),
     ("What may be injected", ("min_authority", "allowed_kinds", "per_round_kinds", "min_relevance")),
     ("Ranking", ("weight_relevance", "weight_freshness", "weight_confidence")),
     ("Writes", ("auto_approve_min_authority",)),
@@ -271,7 +279,54 @@ def _workspace(
         "saved": saved,
         "relevance": relevance.relevance_tradeoff(),
         "relevance_floor": (draft.policy if draft else active).min_relevance,
+        # Publishing without a finished preview of this very draft gets a warning.
+        "previewed": draft is not None and _previewed(agent, draft.settings),
+        "freshness": _freshness_rulers(agent, active, draft.policy if draft else None),
+        **_budget_chart(agent, active, draft.policy if draft else None),
     }
+
+
+def _budget_chart(agent: Agent, active: PolicySettings, draft: PolicySettings | None) -> dict[str, Any]:
+    """The token budget over a histogram of the agent's recent token use."""
+    budget = draft.token_budget if draft is not None else active.token_budget
+    usage = selectors.token_usage(agent, active.token_budget, budget)
+    last = len(usage.edges) - 2
+    bins = [
+        f"{usage.edges[i]}-{usage.edges[i + 1] - (0 if i == last else 1)}"
+        for i in range(len(usage.edges) - 1)
+    ]
+    which = "the draft's" if draft is not None and draft.token_budget != active.token_budget else "the"
+    return {
+        "usage": usage,
+        "usage_budget": budget,
+        "usage_chart": stacked_bars(
+            f"Tokens used by the last {usage.events} retrievals, against {which} budget of {budget}",
+            bins,
+            {f"within {which} budget": usage.within, f"over {which} budget": usage.over},
+        ),
+    }
+
+
+def _previewed(agent: Agent, draft_settings: dict[str, Any]) -> bool:
+    return any(
+        job.status == "succeeded"
+        and job.params.get("draft") == draft_settings
+        and not (job.result or {}).get("cancelled")
+        for job in selectors.replay_jobs(agent)
+    )
+
+
+def _freshness_rulers(
+    agent: Agent, active: PolicySettings, draft: PolicySettings | None
+) -> list[selectors.FreshnessRuler]:
+    """The tiers as rulers with this agent's active facts counted in each, for the version and the draft."""
+    rulers = [selectors.freshness_ruler(agent, "Active version", active.recent_days, active.confirm_days)]
+    if draft is not None and (draft.recent_days, draft.confirm_days) != (
+        active.recent_days,
+        active.confirm_days,
+    ):
+        rulers.append(selectors.freshness_ruler(agent, "Draft", draft.recent_days, draft.confirm_days))
+    return rulers
 
 
 def _agent_page(request: HttpRequest, agent: Agent, status: int = 200, **workspace: Any) -> HttpResponse:
@@ -580,6 +635,15 @@ def _replay_context(request: HttpRequest, agent: Agent, job: Job) -> dict[str, A
     result = job.result
     if job.is_finished and result:
         context["result"] = result
+        current = selectors.draft_of(agent)
+        # Publish is offered where the effect was just seen, while the draft is still what was replayed.
+        context["publish_offered"] = (
+            job.status == "succeeded"
+            and not result.get("cancelled")
+            and current is not None
+            and current.settings == draft
+        )
+        context["publish_form"] = ReasonForm()
         context.update(_charts(result))
         context["rows"] = _changed_rows(result)
     return context

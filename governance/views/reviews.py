@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
@@ -22,11 +23,12 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
 from governance import access
-from governance.models import Write
+from governance.models import Project, Write
 from governance.rules import labels
 from governance.selectors import queue_health as queue_health_selectors
 from governance.selectors import reviews as review_selectors
 from governance.services import reviews as review_service
+from governance.views import charts
 from governance.views.base import check, console_view, get_checked, scoped_with_role
 
 TEMPLATE = "governance/reviews/queue.html"
@@ -217,7 +219,20 @@ def queue(request: HttpRequest) -> HttpResponse:
     context = _queue_context(request, status=_status(request))
     if _is_htmx(request):
         return _fragments(request, [("queue", context), ("counts", {**context, "oob": True})])
+    context["findings_chart"] = _findings_chart(access.projects_of(request.user))
     return render(request, TEMPLATE, context)
+
+
+def _findings_chart(projects: QuerySet[Project]) -> charts.StackedChart:
+    over_time = queue_health_selectors.findings_over_time(projects)
+    return charts.stacked_bars(
+        f"Writes held for review per day in the last {len(over_time.days)} days, by finding",
+        [day.strftime("%Y-%m-%d") for day in over_time.days],
+        {
+            ("Other findings" if check == "other" else labels.label_for("finding", check).text): counts
+            for check, counts in over_time.counts.items()
+        },
+    )
 
 
 @require_POST
@@ -247,10 +262,52 @@ def decide(request: HttpRequest, write_id: int) -> HttpResponse:
 def _decided(request: HttpRequest, write_id: int, status: str) -> HttpResponse:
     info = review_selectors.decided_info(write_id)
     if _is_htmx(request):
+        query = request.META.get("QUERY_STRING", "")
+        decided = {
+            "info": info,
+            "queue_query": query,
+            # The undo button lasts as long as the service allows it (REVIEW_UNDO_SECONDS).
+            "undo_seconds": settings.REVIEW_UNDO_SECONDS,
+        }
         return _fragments(
-            request, [("decided", {"info": info}), ("counts", {"counts": _counts(request), "oob": True})]
+            request,
+            [
+                ("decided", decided),
+                ("row", {"row_write": info.write, "row_state": info.verb, "oob": True}),
+                ("counts", {"counts": _counts(request), "oob": True}),
+            ],
         )
     messages.success(request, f"Write {write_id} {info.verb}.")
+    return redirect(_queue_url(status, request))
+
+
+@require_POST
+@console_view(write_roles=access.REVIEW_ROLES)
+def undo(request: HttpRequest, write_id: int) -> HttpResponse:
+    """Take back a decision within the undo window: the write waits in the queue again."""
+    write = get_checked(request, Write.objects.all(), pk=write_id)
+    status = _status(request)
+    try:
+        review_service.undo(write.pk, reviewer=request.user)
+    except review_service.UndoRefused as exc:
+        if _is_htmx(request):
+            info = review_selectors.decided_info(write.pk)
+            return _fragments(request, [("decided", {"info": info, "undo_error": str(exc)})], status=409)
+        messages.error(request, f"Write {write.pk}: {exc}")
+        return redirect(_queue_url(status, request))
+    if _is_htmx(request):
+        [item] = review_selectors.review_items([review_selectors.queue_write(write.pk)])
+        item.can_decide = True  # the view checked the role
+        query = request.META.get("QUERY_STRING", "")
+        return _fragments(
+            request,
+            [
+                ("item", {"item": item, "status": status, "queue_query": query, "undone": True}),
+                ("row", {"row_write": item.write, "row_item": item, "oob": True}),
+                ("counts", {"counts": _counts(request), "oob": True}),
+            ],
+        )
+    messages.success(request, f"Write {write.pk} is back in the queue: your decision was undone.")
     return redirect(_queue_url(status, request))
 
 

@@ -9,4 +9,5 @@ urlpatterns: list[URLPattern] = [
     path("", reviews.queue, name="queue"),
     path("bulk", reviews.bulk, name="bulk"),
     path("<int:write_id>/decide", reviews.decide, name="decide"),
+    path("<int:write_id>/undo", reviews.undo, name="undo"),
 ]

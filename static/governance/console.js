@@ -15,9 +15,19 @@
     return document.querySelector("[data-review-queue] .review-item.current");
   }
 
+  // The triage list's row of the current write is marked, so the list follows j/k and clicks.
+  function markRow(item) {
+    Array.prototype.forEach.call(document.querySelectorAll("[data-row][aria-current]"), function (row) {
+      row.removeAttribute("aria-current");
+    });
+    var row = item && document.querySelector('[data-row="' + item.getAttribute("data-write") + '"]');
+    if (row) row.setAttribute("aria-current", "true");
+  }
+
   function select(item) {
     var previous = current();
     if (previous) previous.classList.remove("current");
+    markRow(item);
     if (!item) return;
     item.classList.add("current");
     item.focus({ preventScroll: true });
@@ -79,11 +89,20 @@
 
   // Clicking into an item makes it the current one, so the keys act on what the reviewer looks at.
   document.addEventListener("click", function (event) {
+    var row = event.target.closest && event.target.closest("[data-review-queue] [data-row]");
+    var target = row && document.getElementById("write-" + row.getAttribute("data-row"));
+    if (target) {
+      event.preventDefault();
+      if (target.hasAttribute("data-decided")) target.scrollIntoView({ block: "nearest" });
+      else select(target);
+      return;
+    }
     var item = event.target.closest && event.target.closest("[data-review-queue] .review-item:not([data-decided])");
     if (item && item !== current()) {
       var previous = current();
       if (previous) previous.classList.remove("current");
       item.classList.add("current");
+      markRow(item);
     }
   });
 
@@ -174,6 +193,63 @@
     var host = elt && elt.closest ? elt.closest("form, [data-error-host], .card, section") : null;
     var slot = host && host.querySelector(":scope > [data-htmx-error]");
     if (slot) slot.remove();
+  });
+})();
+
+// --- Undo after a review decision: the button goes when the window closes ---
+// The server refuses a late undo anyway (services.reviews.undo); this only
+// removes a button that would no longer work, and counts the seconds down.
+(function () {
+  "use strict";
+  function arm(root) {
+    Array.prototype.forEach.call(root.querySelectorAll("[data-undo-seconds]"), function (form) {
+      if (form.hasAttribute("data-armed")) return;
+      form.setAttribute("data-armed", "");
+      var until = Date.now() + Number(form.getAttribute("data-undo-seconds")) * 1000;
+      var left = form.querySelector("[data-undo-left]");
+      var timer = null;
+      function tick() {
+        var seconds = Math.ceil((until - Date.now()) / 1000);
+        if (seconds <= 0 || !form.isConnected) {
+          clearInterval(timer);
+          if (!form.isConnected) return;
+          var closed = document.createElement("p");
+          closed.className = "muted";
+          closed.setAttribute("data-undo-closed", "");
+          closed.textContent = "This decision is final: the time to undo it has passed.";
+          form.replaceWith(closed);
+          return;
+        }
+        if (left) left.textContent = "You can undo this for " + seconds + " more second" + (seconds === 1 ? "" : "s") + ".";
+      }
+      timer = setInterval(tick, 250);
+      tick();
+    });
+  }
+  document.addEventListener("htmx:load", function (event) {
+    arm(event.detail.elt.parentNode || document);
+  });
+  arm(document);
+})();
+
+// --- Audit hashes: shown shortened; a click (or Enter) copies the full hash ---
+(function () {
+  "use strict";
+  function copy(el) {
+    var full = el.getAttribute("data-hash");
+    if (!full || !navigator.clipboard) return;
+    navigator.clipboard.writeText(full).then(function () {
+      el.setAttribute("data-copied", "");
+      el.title = "Copied: " + full;
+    });
+  }
+  document.addEventListener("click", function (event) {
+    var el = event.target.closest && event.target.closest("code.hash[data-hash]");
+    if (el) copy(el);
+  });
+  document.addEventListener("keydown", function (event) {
+    var el = event.target.closest && event.target.closest("code.hash[data-hash]");
+    if (el && event.key === "Enter") copy(el);
   });
 })();
 

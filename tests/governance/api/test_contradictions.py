@@ -156,8 +156,8 @@ def test_the_labelled_contradictions_are_resolved(
 
 
 def _uncertain_pair(support_bot: AgentPersona) -> tuple[Any, Any]:
-    leeds = write(support_bot, "I live in Leeds.", age=timedelta(days=3))
-    york = write(support_bot, "I think I live in York now, mostly.", ref="chat:2")
+    leeds = support_bot.write("I live in Leeds.", age=timedelta(days=3))
+    york = support_bot.write("I think I live in York now, mostly.", ref="chat:2")
     return leeds, york
 
 
@@ -185,10 +185,10 @@ def test_an_uncertain_contradiction_is_listed_for_review_with_both_statements(
     # The older statement is one GET away, as the console shows it side by side.
     older = support_bot.client.get(f"/api/v1/facts/{row['conflicts_with']}").json()
     assert older["statement"] == "I live in Leeds."
-    data = retrieve(support_bot)
+    data = support_bot.retrieve()
     assert reason_for(data, leeds["fact"]["id"]) == "conflict_lost"
     # A second look at the same pair does not queue it twice.
-    write(support_bot, "I think I live in York now, mostly.", ref="chat:3")
+    support_bot.write("I think I live in York now, mostly.", ref="chat:3")
     assert Write.objects.filter(conflicts_with_id=leeds["fact"]["id"], status="pending_review").count() == 1
 
 
@@ -209,7 +209,7 @@ def test_the_reviewer_decides_the_pair(
     york_status: str,
 ) -> None:
     leeds, york = _uncertain_pair(support_bot)
-    retrieve(support_bot, session="s-before")  # a cached block holding only York
+    support_bot.retrieve(session="s-before")  # a cached block holding only York
     row = _conflict_row(reviewer, leeds["fact"]["id"])
 
     response = token_client(reviewer).post(
@@ -222,7 +222,7 @@ def test_the_reviewer_decides_the_pair(
     assert Fact.objects.get(pk=leeds["fact"]["id"]).status == leeds_status
     assert Fact.objects.get(pk=york["fact"]["id"]).status == york_status
     for session in ("s-after", "s-before"):
-        context = retrieve(support_bot, session=session)["context"]
+        context = support_bot.retrieve(session=session)["context"]
         assert {city for city in ("Leeds", "York") if city in context} == injected, session
     entry = AuditEntry.objects.filter(action__startswith="write.", object_id=str(row["id"])).last()
     assert entry is not None and entry.action == f"write.{action}"
@@ -236,7 +236,7 @@ def test_the_reviewer_decides_the_pair(
 def test_keep_both_is_refused_for_a_write_that_contradicts_nothing(
     support_bot: AgentPersona, reviewer: Any
 ) -> None:
-    held = write(support_bot, "I enjoy hiking on weekends.", source="model_inference", ref="agent:guess")
+    held = support_bot.write("I enjoy hiking on weekends.", source="model_inference", ref="agent:guess")
     assert held["status"] == "pending_review"
 
     response = token_client(reviewer).post(
@@ -284,10 +284,8 @@ def _replay_with_background_check(
     principal = case.get("principal", "alice")
     agent = config_bot if case.get("source") == "config" else support_bot
     common = {"kind": case.get("kind", "profile"), "source": case.get("source", "user_statement")}
-    older = write(
-        agent, case["older"], principal=principal, ref="chat:older", age=timedelta(days=3), **common
-    )
-    newer = write(agent, case["newer"], principal=principal, ref="chat:newer", **common)
+    older = agent.write(case["older"], principal=principal, ref="chat:older", age=timedelta(days=3), **common)
+    newer = agent.write(case["newer"], principal=principal, ref="chat:newer", **common)
     # Tests run tasks eagerly: embed_fact sends check_conflicts, which runs at once.
     for fact in (older["fact"]["id"], newer["fact"]["id"]):
         tasks.embed_fact(fact)

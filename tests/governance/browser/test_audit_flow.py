@@ -71,3 +71,28 @@ def test_auditor_filters_to_a_fact_opens_its_timeline_and_exports(
     table = list(csv.DictReader(io.StringIO(Path(download.path()).read_text(encoding="utf-8"))))
     assert {int(r["id"]) for r in table} == about_fact
     assert {r["action"] for r in table} == {"write.submitted", "fact.superseded"}
+
+
+def test_auditor_verifies_the_chain_and_reads_the_result_in_words(
+    page: Page, live_server, project, support_bot, real_worker
+):
+    make_user("audra", "auditor", project)
+    propose(support_bot, "Prefers tea over coffee", source_type="user_statement")
+    page.goto(f"{live_server.url}/login/?next=/history/")
+    page.fill("#id_username", "audra")
+    page.fill("#id_password", PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+
+    # Each entry shows its hash and its predecessor's, shortened; the full value is on hover.
+    latest = AuditEntry.objects.filter(project=project).order_by("-sequence").first()
+    assert latest is not None
+    short = page.locator(f'code.hash[data-hash="{latest.entry_hash}"]').first
+    expect(short).to_have_text(f"{latest.entry_hash[:10]}…")
+    expect(short).to_have_attribute("title", latest.entry_hash)
+
+    page.get_by_role("button", name="Verify the chain").click()
+    # A real worker walks the chain; the page polls until it reports.
+    result = page.locator('#verify-result [data-verified="intact"]')
+    expect(result).to_contain_text("The audit chain is intact", timeout=30_000)
+    entries = AuditEntry.objects.filter(project=project).count()
+    expect(result).to_contain_text(f"all {entries} entries link to each other")

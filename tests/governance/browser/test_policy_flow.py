@@ -44,6 +44,9 @@ def test_policy_editor_edits_previews_and_publishes(page: Page, live_server, pro
     expect(page.locator(".saved")).to_have_text("Draft saved.")
     expect(page.locator('#diff tr[data-field="confirm_days"]')).to_contain_text("30")
     expect(page.locator('#diff tr[data-field="confirm_days"] ins')).to_have_text("10")
+    # Not previewed yet: publishing is possible, with a warning that says what is being skipped.
+    expect(page.locator("[data-unpreviewed]")).to_contain_text("This draft has not been previewed")
+    expect(page.locator('#freshness [data-ruler="1"] [data-tier="stale"]')).to_have_text("1")
 
     # Preview: tasks run in-process in tests, so the preview is done when its page opens.
     page.fill("#id_events", "100")
@@ -56,7 +59,11 @@ def test_policy_editor_edits_previews_and_publishes(page: Page, live_server, pro
     expect(page.locator("#tokens svg.bars")).to_be_visible()
     assert page.locator("#reasons svg.bars rect").count() >= 2
 
+    # Publish is offered right under the result of this draft's preview.
+    expect(page.locator("#publish-from-result")).to_be_visible()
+
     page.get_by_role("link", name="support-bot policy").click()
+    expect(page.locator("[data-unpreviewed]")).to_have_count(0)
     page.fill("#id_reason", "Twenty-day-old memory confused users; the preview showed one retrieval changes")
     page.click("#publish-draft")
     expect(page.locator("#active-version")).to_have_text("version 2")

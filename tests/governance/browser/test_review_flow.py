@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -91,3 +93,46 @@ def test_reviewer_approves_and_rejects_and_planted_markup_is_inert(
     )
     assert Write.objects.get(pk=bait.pk).status == "pending_review"
     assert Write.objects.get(pk=planted.pk).status == "quarantined"
+
+
+def test_a_decision_can_be_undone_for_a_few_seconds_and_then_is_final(
+    page: Page, live_server, project, support_bot, settings
+):
+    settings.REVIEW_UNDO_SECONDS = 3
+    make_user("riley", "reviewer", project)
+    first = propose(support_bot, PENDING)
+    second = propose(support_bot, "Said they switched to a standing desk")
+    page.goto(f"{live_server.url}/login/?next=/reviews/")
+    page.fill("#id_username", "riley")
+    page.fill("#id_password", PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+
+    # The triage list: a click on a row selects that write's details.
+    page.locator(f'[data-row="{second.pk}"]').click()
+    expect(page.locator(f"#write-{second.pk}")).to_have_class(re.compile(r"\bcurrent\b"))
+    expect(page.locator(f'[data-row="{second.pk}"]')).to_have_attribute("aria-current", "true")
+
+    item = page.locator(f"#write-{first.pk}")
+    item.locator("textarea[name=reason]").fill("Confirmed with the user")
+    item.get_by_role("button", name="Approve", exact=True).click()
+    expect(item).to_contain_text("approved by riley")
+    item.get_by_role("button", name="Undo").click()
+    expect(item.locator(".notice")).to_contain_text("waits for review again")
+    expect(item.get_by_role("button", name="Approve", exact=True)).to_be_visible()
+    assert Write.objects.get(pk=first.pk).status == "pending_review"
+    assert list(
+        ReviewDecision.objects.filter(write=first).order_by("sequence").values_list("action", flat=True)
+    ) == [
+        "approve",
+        "undo",
+    ]
+
+    other = page.locator(f"#write-{second.pk}")
+    other.locator("textarea[name=reason]").fill("Not a lasting preference")
+    other.get_by_role("button", name="Reject", exact=True).click()
+    expect(other).to_contain_text("rejected by riley")
+    expect(other.get_by_role("button", name="Undo")).to_be_visible()
+    # After the window the button is gone, and the decision stands.
+    expect(other.locator("[data-undo-closed]")).to_be_visible(timeout=6000)
+    assert other.get_by_role("button", name="Undo").count() == 0
+    assert Write.objects.get(pk=second.pk).status == "rejected"

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
-from governance.models import AuditEntry, Fact, ReviewDecision, Supersession
-from governance.services import audit, reviews
+from governance.models import AuditEntry, Fact, ReviewDecision, Supersession, Write
+from governance.services import audit, retrievals, reviews
+from governance.services.audit import verify_chain
 from governance.services.reviews import AlreadyDecided, Decision, InvalidDecision
 from tests.governance.review_helpers import PENDING, QUARANTINED, propose
-from tests.personas import make_user
+from tests.personas import make_agent, make_user
 
 
 @pytest.mark.django_db
@@ -178,3 +181,125 @@ def test_two_simultaneous_decisions_produce_exactly_one(project, support_bot, mo
         .count()
         == 1
     )
+
+
+# --- undo: a short window in which a decision goes back to waiting (docs/console.md) ---
+
+
+def _undo_decision_rows(write: Write) -> list[tuple[int, str]]:
+    return list(
+        ReviewDecision.objects.filter(write=write).order_by("sequence").values_list("sequence", "action")
+    )
+
+
+@pytest.mark.django_db
+def test_undo_of_an_approval_puts_write_and_fact_back_in_the_queue_and_keeps_the_trail(support_bot, reviewer):
+    write = propose(support_bot, QUARANTINED, source_type="web_page")
+    assert write.status == "quarantined"
+    reviews.decide(write.pk, Decision("approve", "Checked"), reviewer=reviewer)
+
+    reviews.undo(write.pk, reviewer=reviewer)
+
+    write.refresh_from_db()
+    assert (write.status, write.decided_at) == ("quarantined", None)
+    assert Fact.objects.get(pk=write.fact_id).status == "quarantined"
+    # Append-only: the approval stays, the undo is a row of its own, and both are audited.
+    assert _undo_decision_rows(write) == [(1, "approve"), (2, "undo")]
+    actions = list(
+        AuditEntry.objects.filter(object_type="write", object_id=str(write.pk))
+        .order_by("sequence")
+        .values_list("action", flat=True)
+    )
+    assert actions[-2:] == ["write.approve", "write.undo"]
+    undo_entry = AuditEntry.objects.get(object_id=str(write.pk), action="write.undo")
+    assert undo_entry.data["from"] == "active" and undo_entry.data["to"] == "quarantined"
+    assert undo_entry.actor_user == reviewer
+    assert verify_chain(write.project_id) is None
+
+    # Back in the queue, it can be decided afresh; the new decision is number 3.
+    reviews.decide(write.pk, Decision("reject", "On second thought: an injection"), reviewer=reviewer)
+    write.refresh_from_db()
+    assert write.status == "rejected"
+    assert _undo_decision_rows(write) == [(1, "approve"), (2, "undo"), (3, "reject")]
+    assert write.decision is not None and write.decision.action == "reject"
+
+
+@pytest.mark.django_db
+def test_undo_of_an_edited_approval_restores_what_the_agent_sent(support_bot, reviewer):
+    write = propose(support_bot, PENDING)
+    reviews.decide(
+        write.pk, Decision("approve", "Fixed the place", statement="Enjoys hiking"), reviewer=reviewer
+    )
+    assert Fact.objects.get(pk=write.fact_id).statement == "Enjoys hiking"
+
+    reviews.undo(write.pk, reviewer=reviewer)
+
+    fact = Fact.objects.get(pk=write.fact_id)
+    assert (fact.status, fact.statement) == ("pending_review", PENDING)
+
+
+@pytest.mark.django_db
+def test_undo_of_a_rejection_brings_the_write_back(support_bot, reviewer):
+    write = propose(support_bot, PENDING)
+    reviews.decide(write.pk, Decision("reject", "Not about the product"), reviewer=reviewer)
+
+    reviews.undo(write.pk, reviewer=reviewer)
+
+    write.refresh_from_db()
+    assert write.status == "pending_review"
+    assert Fact.objects.get(pk=write.fact_id).status == "pending_review"
+
+
+@pytest.mark.django_db
+def test_undo_is_refused_after_the_window_and_to_anyone_but_the_decider(
+    support_bot, reviewer, second_reviewer
+):
+    write = propose(support_bot, PENDING)
+    reviews.decide(write.pk, Decision("approve", "Fine"), reviewer=reviewer)
+
+    with pytest.raises(reviews.UndoRefused, match="Only the reviewer who decided"):
+        reviews.undo(write.pk, reviewer=second_reviewer)
+    late = timezone.now() + reviews.undo_window() + timedelta(seconds=1)
+    with pytest.raises(reviews.UndoRefused, match="no longer be undone"):
+        reviews.undo(write.pk, reviewer=reviewer, now=late)
+
+    write.refresh_from_db()
+    assert write.status == "active"
+    assert _undo_decision_rows(write) == [(1, "approve")]
+    # A second undo of an undone decision has nothing to undo.
+    reviews.undo(write.pk, reviewer=reviewer)
+    with pytest.raises(reviews.UndoRefused, match="no decision"):
+        reviews.undo(write.pk, reviewer=reviewer)
+
+
+@pytest.mark.django_db
+def test_undo_is_refused_once_an_agent_was_given_the_fact(project, reviewer):
+    bot = make_agent(project, "lenient-bot", min_authority=1)
+    write = propose(bot, PENDING)
+    reviews.decide(write.pk, Decision("approve", "Fine"), reviewer=reviewer)
+    event, _ = retrievals.retrieve(
+        bot.agent,
+        retrievals.RetrieveRequest(
+            principal="alice", session="s-1", query="", round=1, identity_verified=True
+        ),
+    )
+    assert event.candidates.filter(fact_id=write.fact_id, decision="selected").exists()
+
+    with pytest.raises(reviews.UndoRefused, match="already been given"):
+        reviews.undo(write.pk, reviewer=reviewer)
+    assert Fact.objects.get(pk=write.fact_id).status == "active"
+
+
+@pytest.mark.django_db
+def test_undo_is_refused_when_the_approval_replaced_a_fact(support_bot, reviewer):
+    old = propose(
+        support_bot, "Deploys to us-east-1", source_type="user_statement", kind="profile", key="region"
+    )
+    new = propose(
+        support_bot, "Deploys to eu-west-2", source_type="model_inference", kind="profile", key="region"
+    )
+    reviews.decide(new.pk, Decision("approve", "Confirmed"), reviewer=reviewer)
+
+    with pytest.raises(reviews.UndoRefused, match="replaced an older one"):
+        reviews.undo(new.pk, reviewer=reviewer)
+    assert Fact.objects.get(pk=old.fact_id).status == "superseded"

@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from governance.context import actor_scope
-from governance.models import AuditEntry, Fact
+from governance.models import AuditEntry, Fact, Job
 from governance.services import audit, reviews
 from governance.services import facts as fact_service
 from governance.views import audit as audit_views
@@ -75,7 +75,7 @@ def test_urls_are_named():
 
 
 def test_history_lists_audit_entries_and_retrievals_newest_first(audra, story, project):
-    html = audra.get(reverse("audit:history")).content.decode()
+    html = audra.get(reverse("audit:history"), {"show": "all"}).content.decode()
 
     listed = rows(html)
     assert ("retrieval", story["retrieval"]) in listed
@@ -325,3 +325,46 @@ def test_export_reads_through_a_server_side_cursor(audra, story, project, monkey
     chunks = list(response.streaming_content)
     assert chunk_sizes == [selectors.EXPORT_CHUNK]
     assert sum(chunk.count(b"\n") for chunk in chunks) == 30
+
+
+def test_history_opens_on_decisions_and_changes_with_retrievals_in_their_own_tab(audra, story):
+    changes = audra.get(reverse("audit:history")).content.decode()
+    assert 'aria-current="page">Decisions and changes' in changes
+    assert f'data-source="retrieval" data-id="{story["retrieval"]}"' not in changes
+    assert 'data-source="audit"' in changes
+    retrievals = audra.get(reverse("audit:history"), {"show": "retrievals"}).content.decode()
+    assert f'data-source="retrieval" data-id="{story["retrieval"]}"' in retrievals
+    assert 'data-source="audit"' not in retrievals
+    # The export link exports what the tab shows.
+    assert "show=retrievals" in re.search(r'href="([^"]+)" download data-export="csv"', retrievals).group(1)
+
+
+def test_each_audit_row_shows_its_hash_and_its_predecessors_shortened(audra, project):
+    entry = AuditEntry.objects.filter(project=project).order_by("-sequence").first()
+    html = audra.get(reverse("audit:history")).content.decode()
+    assert f'title="{entry.entry_hash}" data-hash="{entry.entry_hash}"' in html
+    assert f"{entry.entry_hash[:10]}…" in html and f'data-hash="{entry.previous_hash}"' in html
+
+
+def test_verify_chain_answers_with_the_result_in_words(audra, project, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        response = audra.post(reverse("audit:verify"), {"project": project.slug}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    job = Job.objects.get(kind="verify_audit", project=project)
+    html = audra.get(reverse("audit:verification", args=[job.pk]), HTTP_HX_REQUEST="true").content.decode()
+    assert 'data-verified="intact"' in html and "The audit chain is intact" in html
+
+
+def test_verify_chain_of_a_project_not_mine_is_refused_and_queues_nothing(audra, other_project):
+    response = audra.post(reverse("audit:verify"), {"project": other_project.slug}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 400
+    assert "Choose one of your projects" in response.content.decode()
+    assert not Job.objects.filter(kind="verify_audit").exists()
+
+
+def test_someone_elses_verification_job_is_a_404(client, other_project, outsider, auditor):
+    from governance.services.verification import start_verification
+
+    job = start_verification(other_project, user=outsider)
+    client.force_login(auditor)
+    assert client.get(reverse("audit:verification", args=[job.pk])).status_code == 404

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
-from tests.personas import FactFactory
+from tests.personas import FactFactory, make_agent, make_retrieval_event
 
 pytestmark = pytest.mark.django_db
 
@@ -43,3 +43,20 @@ def test_console_requires_login_and_shows_home(client, reviewer):
     page = client.get("/")
     assert page.status_code == 200
     assert b"ACME Corp" in page.content
+
+
+def test_tokens_are_shown_per_agent_against_that_agents_own_budget(client, reviewer, project):
+    small = make_agent(project, "small-bot", token_budget=200)
+    large = make_agent(project, "large-bot", token_budget=1000)
+    for tokens in (100, 200):
+        make_retrieval_event(small.agent, tokens_used=tokens, token_budget=200)
+    make_retrieval_event(large.agent, tokens_used=900, token_budget=1000)
+    client.force_login(reviewer)
+
+    body = client.get("/").content.decode()
+
+    # Not "500 of 600" averaged over both: each agent against its own budget.
+    small_row = body[body.index('data-agent="small-bot"') :]
+    assert "150 of 200" in small_row[: small_row.index("</tr>")] and "(75%)" in small_row
+    large_row = body[body.index('data-agent="large-bot"') :]
+    assert "900 of 1000" in large_row[: large_row.index("</tr>")]

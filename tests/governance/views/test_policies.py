@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from datetime import timedelta
 from typing import cast
 
@@ -18,7 +19,7 @@ from governance.services import policies as policy_service
 from governance.services import replay as replay_service
 from tests.governance.policy_helpers import retrieve, write
 from tests.governance.review_helpers import assert_inert, hostile
-from tests.personas import FactFactory, PrincipalFactory, make_agent, make_user
+from tests.personas import FactFactory, PrincipalFactory, make_agent, make_retrieval_event, make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -303,3 +304,67 @@ def test_replay_page_says_session_thresholds_are_not_previewed(pat, support_bot,
         'id="session-note"'
         not in pat.get(reverse("policies:replay", args=["acme", "support-bot", other.pk])).content.decode()
     )
+
+
+def test_publish_warns_until_this_draft_was_previewed_and_the_result_offers_publish(
+    pat, support_bot, policy_editor, django_capture_on_commit_callbacks
+):
+    policy_service.save_draft(support_bot.agent, {"confirm_days": 10}, user=policy_editor)
+    assert "data-unpreviewed" in pat.get(AGENT).content.decode()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        job = replay_service.start_replay(support_bot.agent, 100, user=policy_editor)
+    result_page = pat.get(reverse("policies:replay", args=["acme", "support-bot", job.pk])).content.decode()
+    assert 'id="publish-from-result"' in result_page
+    # Fewer retrievals than asked for is said, not left as "500" against "0".
+    assert 'id="events-explained"' in result_page and "the last\n    100 retrievals" in result_page
+    assert "data-unpreviewed" not in pat.get(AGENT).content.decode()
+
+    # A changed draft is a new draft: the old preview no longer counts.
+    policy_service.save_draft(support_bot.agent, {"confirm_days": 12}, user=policy_editor)
+    assert "data-unpreviewed" in pat.get(AGENT).content.decode()
+    stale = pat.get(reverse("policies:replay", args=["acme", "support-bot", job.pk])).content.decode()
+    assert 'id="publish-from-result"' not in stale and "preview it again" in stale
+
+
+def test_progress_before_the_count_is_known_never_reads_0_of_0(pat, support_bot, policy_editor, monkeypatch):
+    monkeypatch.setattr(replay_service, "_enqueue", lambda job_id: None)
+    policy_service.save_draft(support_bot.agent, {"confirm_days": 10}, user=policy_editor)
+    job = replay_service.start_replay(support_bot.agent, 100, user=policy_editor)
+    html = pat.get(reverse("policies:replay", args=["acme", "support-bot", job.pk]), **HTMX).content.decode()
+    assert "0 of 0" not in html and 'id="replay-starting"' in html and "Waiting for a worker" in html
+
+
+def test_freshness_ruler_counts_the_agents_active_facts_per_tier(pat, support_bot, project, policy_editor):
+    now = timezone.now()
+    for days in (1, 2, 15, 60):
+        FactFactory(project=project, agent=support_bot.agent, last_verified_at=now - timedelta(days=days))
+    FactFactory(project=project, last_verified_at=now)  # another writer's fact: not counted
+    policy_service.save_draft(support_bot.agent, {"recent_days": 20, "confirm_days": 90}, user=policy_editor)
+
+    html = pat.get(AGENT).content.decode()
+
+    active, draft = html.split('data-ruler="0"')[1].split('data-ruler="1"')
+    # Active version: 7 / 30 days; the draft: 20 / 90 days.
+    assert (
+        '<tspan data-tier="recent">2</tspan>' in active and '<tspan data-tier="confirm">1</tspan>' in active
+    )
+    assert '<tspan data-tier="stale">1</tspan>' in active
+    assert '<tspan data-tier="recent">3</tspan>' in draft and '<tspan data-tier="confirm">1</tspan>' in draft
+    assert '<tspan data-tier="stale">0</tspan>' in draft
+
+
+def test_budget_is_drawn_over_a_histogram_of_recent_token_use(pat, support_bot, policy_editor):
+    for tokens in (100, 250, 550):
+        make_retrieval_event(support_bot.agent, tokens_used=tokens, token_budget=600)
+    policy_service.save_draft(support_bot.agent, {"token_budget": 300}, user=policy_editor)
+
+    html = pat.get(AGENT).content.decode()
+
+    section = html[html.index('id="budget-usage"') :]
+    section = section[: section.index("</section>")]
+    assert "last 3 retrievals" in section and "budget of 300" in section
+    # 100 and 250 fit the draft's 300; 550 would not.
+    within = re.findall(r'class="bar s0"[^>]*data-value="(\d+)"', section)
+    over = re.findall(r'class="bar s1"[^>]*data-value="(\d+)"', section)
+    assert sorted(map(int, within)) == [1, 1] and over == ["1"]

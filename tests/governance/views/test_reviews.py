@@ -427,3 +427,69 @@ def test_bulk_approval_reports_a_withdrawn_statement_and_decides_the_rest(riley,
     assert f"Write {tombstoned.pk}: This statement cannot be approved" in html
     assert Write.objects.get(pk=pending.pk).status == "active"
     assert Write.objects.get(pk=tombstoned.pk).status == "quarantined"
+
+
+def undo_url(write: Write) -> str:
+    return reverse("reviews:undo", args=[write.pk])
+
+
+def test_the_triage_list_names_each_waiting_write_beside_its_details(riley, support_bot):
+    quarantined = propose(support_bot, QUARANTINED, source_type="web_page")
+    pending = propose(support_bot, PENDING)
+    html = riley.get(QUEUE).content.decode()
+    rows = re.findall(r'data-row="(\d+)"', html)
+    # Same order as the details: riskiest first.
+    assert [int(r) for r in rows] == order_on_page(html) == [quarantined.pk, pending.pk]
+    row = html[html.index(f'id="row-{quarantined.pk}"') :]
+    row = row[: row.index("</li>")]
+    assert "support-bot" in row and "Preference" in row and f'href="#write-{quarantined.pk}"' in row
+
+
+def test_an_htmx_decision_offers_undo_and_undo_brings_the_write_back(riley, support_bot, settings):
+    settings.REVIEW_UNDO_SECONDS = 7
+    write = propose(support_bot, PENDING)
+    decided = riley.post(decide_url(write), {"action": "approve", "reason": "Fine"}, **HTMX)
+    html = decided.content.decode()
+    assert f'action="{undo_url(write)}"' in html and 'data-undo-seconds="7"' in html
+    assert f'id="row-{write.pk}"' in html and 'hx-swap-oob="true"' in html
+
+    undone = riley.post(undo_url(write), {}, **HTMX)
+
+    assert undone.status_code == 200
+    html = undone.content.decode()
+    assert "waits for review again" in html and f'action="{decide_url(write)}"' in html
+    write.refresh_from_db()
+    assert write.status == "pending_review"
+    assert Fact.objects.get(pk=write.fact_id).status == "pending_review"
+
+
+def test_undo_without_javascript_redirects_back_to_the_queue(riley, support_bot):
+    write = propose(support_bot, PENDING)
+    riley.post(decide_url(write), {"action": "reject", "reason": "No"})
+    response = riley.post(undo_url(write) + "?kind=preference")
+    assert response.status_code == 302 and response["Location"] == f"{QUEUE}?kind=preference"
+    assert Write.objects.get(pk=write.pk).status == "pending_review"
+
+
+def test_a_late_undo_is_refused_in_place_and_changes_nothing(riley, support_bot, settings):
+    settings.REVIEW_UNDO_SECONDS = 0
+    write = propose(support_bot, PENDING)
+    riley.post(decide_url(write), {"action": "approve", "reason": "Fine"}, **HTMX)
+
+    response = riley.post(undo_url(write), {}, **HTMX)
+
+    assert response.status_code == 409
+    assert "can no longer be undone" in response.content.decode()
+    assert Write.objects.get(pk=write.pk).status == "active"
+    assert list(ReviewDecision.objects.filter(write=write).values_list("action", flat=True)) == ["approve"]
+
+
+def test_undo_follows_roles_and_projects(client, support_bot, outsider_bot, reviewer, auditor):
+    write = propose(support_bot, PENDING)
+    reviews.decide(write.pk, reviews.Decision("approve", "Fine"), reviewer=reviewer)
+    client.force_login(auditor)
+    assert client.post(undo_url(write)).status_code == 403
+    foreign = propose(outsider_bot, PENDING)
+    client.force_login(reviewer)
+    assert client.post(undo_url(foreign)).status_code == 404
+    assert Write.objects.get(pk=write.pk).status == "active"

@@ -235,13 +235,10 @@ def indicators(events: QuerySet[RetrievalEvent]) -> Indicators:
     replaced_since = Supersession.objects.filter(
         old_fact=OuterRef("fact_id"), created_at__gt=OuterRef("event__created_at")
     )
-    given = (
-        RetrievalCandidate.objects.filter(event__in=events, decision="selected")
-        .aggregate(
-            n=Count("pk"),
-            replaced=Count("pk", filter=Q(Exists(replaced_since))),
-            taken_out=Count("pk", filter=Q(fact__status__in=TAKEN_OUT)),
-        )
+    given = RetrievalCandidate.objects.filter(event__in=events, decision="selected").aggregate(
+        n=Count("pk"),
+        replaced=Count("pk", filter=Q(Exists(replaced_since))),
+        taken_out=Count("pk", filter=Q(fact__status__in=TAKEN_OUT)),
     )
     return Indicators(
         feedback_count=feedback["n"],

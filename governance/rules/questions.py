@@ -20,6 +20,11 @@ DEFAULTS = PolicySettings()
 # An external id this short, or made of letters only (a first name), is a weak
 # signal that the right person is meant: two people share it easily (R13).
 WEAK_ID_MAX_LENGTH = 7
+SESSION_MODE_WORDS = {
+    "resume": "Sessions that resumed where the last one left off",
+    "confirm": "Sessions that first asked the person to confirm",
+    "new": "Sessions that started afresh, without memory of the person",
+}
 
 
 @dataclass(frozen=True)
@@ -199,13 +204,8 @@ def state(policy: PolicySettings, traffic: Traffic) -> Question:
         ("Resume a returning person within (days)", str(policy.session_resume_days)),
         ("Ask to confirm within (days)", str(policy.session_confirm_days)),
     ]
-    for mode in ("resume", "confirm", "new"):
-        answers.append(
-            (
-                f"Sessions started as {label_for('mode', mode).text.lower()}",
-                _share(traffic.modes.get(mode, 0), total),
-            )
-        )
+    for mode, words in SESSION_MODE_WORDS.items():
+        answers.append((words, _share(traffic.modes.get(mode, 0), total)))
     gaps = []
     if _default(policy, "session_resume_days", "session_confirm_days"):
         gaps.append("When a returning person is resumed or asked to confirm is still the shipped default.")

@@ -45,6 +45,9 @@ HTTP_STEPS = (
 )
 
 
+REQUEST_TIMEOUT_SECONDS = 300
+
+
 class RemoteError(RuntimeError):
     """The deployment answered something the harness cannot go on from."""
 
@@ -438,7 +441,8 @@ def evaluate_remote(
         return httpx.Client(
             base_url=url.rstrip("/"),
             headers={"Authorization": f"Bearer {secret}"},
-            timeout=60,
+            # Generous: a deployment's first write may load its embedding model.
+            timeout=REQUEST_TIMEOUT_SECONDS,
             transport=transport,
         )
 

@@ -36,7 +36,7 @@ def test_a_tuned_policy_with_feedback_answers_all_seven():
     budget = dict(questions[3].answers)
     assert budget["Budget configured"] == "800 tokens"
     assert budget["95th percentile tokens per round"] == "760 tokens (95% of the budget)"
-    assert dict(questions[5].answers)["Sessions started as resumed"] == "3 of 4 (75%)"
+    assert dict(questions[5].answers)["Sessions that resumed where the last one left off"] == "3 of 4 (75%)"
     assert dict(questions[6].answers)["Later rounds that reused the session-start block byte for byte"] == (
         "3 of 6 (50%)"
     )

@@ -48,7 +48,7 @@ def test_scenarios_play_end_to_end_over_http_and_the_rest_are_skipped_with_a_rea
         token,
     )
 
-    assert exit_code == "exit 0"
+    assert exit_code == "exit 0", document
     played = {s["name"]: s for s in document["scenarios"]}
     assert set(played) == {"swapped-identifiers", "reviewer-decisions"}
     assert all(s["passed"] for s in played.values())

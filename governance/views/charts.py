@@ -122,7 +122,7 @@ class RowChart:
         return not any(row.value for row in self.rows)
 
 
-def labelled_rows(title: str, rows: Sequence[tuple[str, int]], *, width: int = 480) -> RowChart:
+def labelled_rows(title: str, rows: Sequence[tuple[str, int]], *, width: int = 360) -> RowChart:
     """One bar per (label, value), scaled to the largest; the value is written after the bar."""
     step, bar_room = 34, width - 60
     peak = max([1, *(value for _, value in rows)])

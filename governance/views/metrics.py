@@ -31,7 +31,7 @@ QUESTIONS_TEMPLATE = "governance/metrics/questions.html"
 # Shares of an agent's own budget, so agents with different budgets are never mixed.
 SHARE_EDGES = (0.0, 0.25, 0.5, 0.75, 0.9, 1.0)
 SHARE_LABELS = ("under 25%", "25-50%", "50-75%", "75-90%", "90-100%")
-CHART = {"width": 480, "height": 220}
+CHART = {"width": 400, "height": 200}
 
 
 def _project(request: HttpRequest, slug: str) -> Project:

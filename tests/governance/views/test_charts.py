@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from governance.views.charts import grouped_bars
+from governance.views.charts import grouped_bars, labelled_rows
 
 
 def test_bars_share_one_scale_from_zero_with_whole_number_gridlines():
@@ -22,3 +22,13 @@ def test_an_all_zero_chart_is_empty_but_still_drawable():
     chart = grouped_bars("t", ["a"], {"before": [0], "after": [0]})
     assert chart.empty
     assert [t.value for t in chart.ticks] == [0, 1, 2, 3, 4]
+
+
+def test_labelled_rows_scale_to_the_largest_and_keep_every_label():
+    chart = labelled_rows(
+        "Left out, by reason", [("Replaced", 4), ("Over the token budget", 2), ("Expired", 0)]
+    )
+    assert [row.label for row in chart.rows] == ["Replaced", "Over the token budget", "Expired"]
+    assert [row.width for row in chart.rows] == [300.0, 150.0, 0.0]
+    assert [row.y for row in chart.rows] == [0.0, 34.0, 68.0] and chart.height == 102
+    assert not chart.empty and labelled_rows("Nothing", [("Replaced", 0)]).empty

@@ -32,6 +32,9 @@ REVIEW_ROLES = frozenset({Role.REVIEWER, Role.ADMIN})
 POLICY_EDIT_ROLES = frozenset({Role.POLICY_EDITOR, Role.ADMIN})
 READ_ROLES = frozenset({Role.REVIEWER, Role.POLICY_EDITOR, Role.AUDITOR, Role.ADMIN})
 ADMIN_ROLES = frozenset({Role.ADMIN})
+# Live quality metrics and the seven questions: the people who watch and tune what agents
+# get (auditors, policy editors); reviewers work the queue and have their own figures there.
+METRICS_ROLES = frozenset({Role.POLICY_EDITOR, Role.AUDITOR, Role.ADMIN})
 
 DENIED_MESSAGE = "Your role in this project does not allow this."
 

@@ -200,3 +200,36 @@ def stacked_bars(
         ticks=ticks,
         series=names,
     )
+
+
+@dataclass(frozen=True)
+class Row:
+    label: str
+    value: int
+    y: float  # top of the row; the label sits on it, the bar under it
+    width: float
+
+
+@dataclass(frozen=True)
+class RowChart:
+    """Horizontal bars, each labelled above its bar: long labels stay readable on a phone."""
+
+    title: str
+    width: int
+    height: int
+    rows: tuple[Row, ...]
+
+    @property
+    def empty(self) -> bool:
+        return not any(row.value for row in self.rows)
+
+
+def labelled_rows(title: str, rows: Sequence[tuple[str, int]], *, width: int = 360) -> RowChart:
+    """One bar per (label, value), scaled to the largest; the value is written after the bar."""
+    step, bar_room = 34, width - 60
+    peak = max([1, *(value for _, value in rows)])
+    drawn = tuple(
+        Row(label=label, value=int(value), y=float(index * step), width=round(bar_room * value / peak, 1))
+        for index, (label, value) in enumerate(rows)
+    )
+    return RowChart(title=title, width=width, height=max(step, len(drawn) * step), rows=drawn)

@@ -2,7 +2,7 @@
 
 from django.urls import URLPattern, path
 
-from governance.views import policies
+from governance.views import metrics, policies
 
 app_name = "policies"
 AGENT = "<slug:project>/<slug:agent>/"
@@ -12,6 +12,7 @@ urlpatterns: list[URLPattern] = [
     path("<slug:project>/second-approval", policies.second_approval, name="second_approval"),
     path("approvals/<int:approval_id>/decision", policies.decide_approval, name="decide_approval"),
     path(AGENT, policies.agent, name="agent"),
+    path(f"{AGENT}questions", metrics.questions, name="questions"),
     path(f"{AGENT}draft", policies.save_draft, name="save_draft"),
     path(f"{AGENT}draft/discard", policies.discard_draft, name="discard_draft"),
     path(f"{AGENT}publish", policies.publish, name="publish"),

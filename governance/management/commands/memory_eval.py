@@ -8,13 +8,14 @@ shipped targets, 1 on any miss, 2 when a file cannot be used.
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from governance.rules import evaluations as rules
 from governance.rules import relevance as relevance_rules
-from governance.services import evaluations
+from governance.services import evaluations, evaluations_http
 from governance.services import relevance as relevance_service
 
 COLUMNS = (
@@ -52,15 +53,20 @@ def table(report: evaluations.Report) -> str:
     return "\n".join(lines)
 
 
-def document(report: evaluations.Report) -> dict[str, Any]:
-    """The --json document, with exactly the keys issue 14 names."""
-    return {
+def document(
+    report: evaluations.Report, skipped: list[evaluations_http.Skipped] | None = None
+) -> dict[str, Any]:
+    """The --json document, with exactly the keys issue 14 names; with --url, ``skipped`` too."""
+    body: dict[str, Any] = {
         "overall": {metric: report.overall[metric] for metric in rules.METRICS},
         "scenarios": [
             {"name": r.name, **{metric: r.metrics[metric] for metric in rules.METRICS}, "passed": r.passed}
             for r in report.scenarios
         ],
     }
+    if skipped is not None:
+        body["skipped"] = [{"name": s.name, "reason": s.reason} for s in skipped]
+    return body
 
 
 def relevance_document(rows: tuple[relevance_rules.ThresholdRow, ...]) -> dict[str, Any]:
@@ -109,6 +115,20 @@ class Command(BaseCommand):
         parser.add_argument(
             "--verbose-misses", action="store_true", help="List what each failing scenario missed"
         )
+        parser.add_argument(
+            "--url",
+            help="Play through the HTTP API of a running deployment at this address instead of in-process; "
+            "scenarios it cannot play there are listed as skipped",
+        )
+        parser.add_argument(
+            "--key",
+            help="With --url: the agent key (default: the MEMORY_EVAL_AGENT_KEY environment variable)",
+        )
+        parser.add_argument(
+            "--token",
+            help="With --url: a reviewer's personal access token, for scenarios with reviewer decisions "
+            "(default: MEMORY_EVAL_TOKEN)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -119,20 +139,38 @@ class Command(BaseCommand):
             raise CommandError(str(exc), returncode=2) from exc
         if not paths:
             raise CommandError("No scenarios to play.", returncode=2)
-        run = evaluations.create_run(paths, origin="command")
-        report = evaluations.execute_run(run.pk)
-        assert report is not None, "a run just created is queued"
+        skipped: list[evaluations_http.Skipped] = []
+        run = None
+        if options["url"]:
+            key = options["key"] or os.environ.get("MEMORY_EVAL_AGENT_KEY")
+            if not key:
+                raise CommandError("--url needs an agent key: --key or MEMORY_EVAL_AGENT_KEY.", returncode=2)
+            token = options["token"] or os.environ.get("MEMORY_EVAL_TOKEN") or None
+            remote = evaluations_http.evaluate_remote(paths, options["url"], key=key, token=token)
+            report, skipped = remote.report, remote.skipped
+        else:
+            run = evaluations.create_run(paths, origin="command")
+            played = evaluations.execute_run(run.pk)
+            assert played is not None, "a run just created is queued"
+            report = played
         rows = relevance_service.relevance_table() if options["relevance"] else ()
         if options["json"]:
-            doc = document(report)
+            doc = document(report, skipped if options["url"] else None)
             if rows:
                 doc["relevance"] = relevance_document(rows)
             self.stdout.write(json.dumps(doc, indent=2))
         else:
             self.stdout.write(table(report))
+            for item in skipped:
+                self.stdout.write(f"skipped {item.name}: {item.reason}")
             if rows:
                 self.stdout.write("\n" + relevance_text(rows))
-            self.stdout.write(f"\nStored as evaluation run {run.pk}.")
+            if run is None:
+                self.stdout.write(
+                    f"\nPlayed {len(report.scenarios)} over HTTP, skipped {len(skipped)}; not stored."
+                )
+            else:
+                self.stdout.write(f"\nStored as evaluation run {run.pk}.")
         if options["verbose_misses"] or not options["json"]:
             for result in report.scenarios:
                 if not result.passed:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from governance.views.charts import grouped_bars, stacked_bars
+from governance.views.charts import grouped_bars, labelled_rows, stacked_bars
 
 
 def test_bars_share_one_scale_from_zero_with_whole_number_gridlines():
@@ -49,3 +49,13 @@ def test_long_labels_get_room_so_none_is_cut_off():
     # Slanted 25 degrees: the first label must fit left of its group, all of them above the bottom edge.
     assert first.label_x - longest * 0.906 >= 0
     assert chart.plot_bottom + longest * 0.423 <= chart.height
+
+
+def test_labelled_rows_scale_to_the_largest_and_keep_every_label():
+    chart = labelled_rows(
+        "Left out, by reason", [("Replaced", 4), ("Over the token budget", 2), ("Expired", 0)]
+    )
+    assert [row.label for row in chart.rows] == ["Replaced", "Over the token budget", "Expired"]
+    assert [row.width for row in chart.rows] == [300.0, 150.0, 0.0]
+    assert [row.y for row in chart.rows] == [0.0, 34.0, 68.0] and chart.height == 102
+    assert not chart.empty and labelled_rows("Nothing", [("Replaced", 0)]).empty

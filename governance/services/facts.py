@@ -22,6 +22,7 @@ from governance.models import (
     Tombstone,
     Write,
 )
+from governance.models.writes import REVIEWABLE
 from governance.rules import guard, identifiers, supersession
 from governance.rules import withdrawal as withdrawal_rules
 from governance.rules.rendering import memory_text, single_line
@@ -485,9 +486,6 @@ def _mark_kept_evidence(write_ids: list[int], tombstone: Tombstone) -> None:
             continue
         write.findings = [*write.findings, finding]
         write.save(update_fields=["findings"])
-
-
-REVIEWABLE = ("pending_review", "quarantined")
 
 
 @dataclass(frozen=True)

@@ -10,14 +10,13 @@ from django.db.models import Q
 from django.utils import timezone
 
 from governance.models import Fact, ReviewDecision, Tombstone, Write
+from governance.models.writes import REVIEWABLE
 from governance.rules.text import statement_fingerprint
 from governance.rules.tokens import count_tokens
 from governance.selectors.erasures import pseudonym_of
 from governance.services import audit
 from governance.services.facts import enqueue_embedding, statement_digest, supersede_fact, without_quotes
-from governance.services.writes import fingerprint_key
-
-REVIEWABLE = ("pending_review", "quarantined")
+from governance.services.writes import fingerprint_key, lock_active_fact
 
 
 class AlreadyDecided(Exception):
@@ -107,18 +106,11 @@ def _decide(write_id: int, decision: Decision, reason: str, reviewer: Any) -> Wr
         # and nothing active is superseded by it.
         scope_ended = fact.status not in REVIEWABLE
         current = (
-            Fact.objects.select_for_update()
-            .filter(
-                project=write.project,
-                principal=write.principal_id,
-                session=fact.session_id,
-                key=fact.key,
-                status="active",
+            None
+            if scope_ended
+            else lock_active_fact(
+                write.project_id, write.principal_id, fact.session_id, fact.key, exclude=fact.pk
             )
-            .exclude(pk=fact.pk)
-            .first()
-            if fact.key and not scope_ended
-            else None
         )
         if current is None and write.conflicts_with_id is not None and not scope_ended:
             # An unkeyed write held because it contradicts an active fact (R6):

@@ -11,10 +11,12 @@ from rest_framework.response import Response
 
 from governance import access
 from governance.api.base import GovernanceAPIView, check_period
+from governance.api.retrievals import event_fields
 from governance.api.schema import Timestamp
 from governance.models import RetrievalEvent
 from governance.models.retrievals import MODES, REASONS
 from governance.selectors import retrievals as selectors
+from governance.selectors.cursors import InvalidCursor
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
@@ -37,8 +39,8 @@ class RetrievalLogQuery(serializers.Serializer):
     def validate_cursor(self, value: str) -> selectors.Cursor:
         try:
             return selectors.decode_cursor(value)
-        except ValueError as exc:
-            raise serializers.ValidationError("Not a cursor from this listing.") from exc
+        except InvalidCursor as exc:
+            raise serializers.ValidationError(str(exc)) from exc
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         return check_period(attrs)
@@ -87,24 +89,11 @@ class RetrievalLogPageSerializer(serializers.Serializer):
 
 def event_summary(event: RetrievalEvent) -> dict[str, object]:
     return {
+        **event_fields(event),
         "id": event.pk,
         "project": event.project.slug,
-        "agent": event.agent.slug,
-        "principal": event.principal.external_id if event.principal else None,
-        "session": event.session.external_id if event.session else None,
-        "round": event.round,
-        "mode": event.mode,
-        "identity_verified": event.identity_verified,
-        "policy_version": event.policy_version.version,
-        "query": event.query,
-        "context": event.context,
-        "tokens_used": event.tokens_used,
-        "token_budget": event.token_budget,
         "candidates": event.candidate_count,
-        "excluded": event.excluded_count,
         "reasons": event.reasons,
-        "static_block_cached": event.static_block_cached,
-        "created_at": event.created_at.isoformat(),
     }
 
 

@@ -25,6 +25,7 @@ from governance.api.schema import Timestamp
 from governance.exports import export_response
 from governance.rules.export import FORMATS
 from governance.selectors import audit as selectors
+from governance.selectors.cursors import InvalidCursor
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
@@ -64,8 +65,8 @@ class HistoryPageQuery(HistoryQuery):
     def validate_cursor(self, value: str) -> selectors.Cursor:
         try:
             return selectors.decode_cursor(value)
-        except selectors.InvalidCursor as exc:
-            raise serializers.ValidationError("Not a cursor from this listing.") from exc
+        except InvalidCursor as exc:
+            raise serializers.ValidationError(str(exc)) from exc
 
 
 class ExportQuery(HistoryQuery):

@@ -16,9 +16,16 @@ from governance import access
 from governance.api.base import GovernanceAPIView
 from governance.api.errors import Conflict
 from governance.api.schema import Timestamp, error_response
-from governance.api.writes import FindingSerializer, SourceOutSerializer, WriteDetailSerializer, write_detail
+from governance.api.writes import (
+    FindingSerializer,
+    SourceOutSerializer,
+    WriteDetailSerializer,
+    write_detail,
+    write_fields,
+)
 from governance.models import Write
 from governance.selectors import reviews as review_selectors
+from governance.selectors.cursors import InvalidCursor
 from governance.services import reviews as review_service
 
 MAX_LIMIT = 200
@@ -38,7 +45,7 @@ class QueueQuerySerializer(serializers.Serializer):
             return None
         try:
             return review_selectors.QueueCursor.decode(value)
-        except review_selectors.InvalidCursor as exc:
+        except InvalidCursor as exc:
             raise serializers.ValidationError(str(exc)) from exc
 
 
@@ -75,24 +82,7 @@ class ReviewQueuePageSerializer(serializers.Serializer):
 
 
 def review_row(write: Write) -> dict[str, object]:
-    return {
-        "id": write.pk,
-        "status": write.status,
-        "principal": write.principal.external_id if write.principal else None,
-        "kind": write.kind,
-        "key": write.key,
-        "statement": write.statement,
-        "source": {
-            "type": write.source_type,
-            "ref": write.source_ref,
-            "observed_at": write.source_observed_at.isoformat(),
-        },
-        "authority": write.authority,
-        "risk": write.risk,
-        "findings": write.findings,
-        "conflicts_with": write.conflicts_with_id,
-        "created_at": write.created_at.isoformat(),
-    }
+    return {**write_fields(write), "risk": write.risk}
 
 
 class ReviewQueue(GovernanceAPIView):

@@ -14,19 +14,24 @@ from urllib.parse import urlencode
 
 from django import forms
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, StreamingHttpResponse
+from django.http import HttpResponse, HttpResponseBadRequest, StreamingHttpResponse
 from django.shortcuts import render
 from django.urls import reverse
-from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET
-from django_htmx.middleware import HtmxDetails
 
 from governance import access
 from governance.exports import export_response
 from governance.models import Fact
 from governance.rules.export import FORMATS
 from governance.selectors import audit as selectors
-from governance.views.base import console_view, datetime_local_field, get_scoped
+from governance.selectors.cursors import InvalidCursor
+from governance.views.base import (
+    HtmxHttpRequest,
+    console_view,
+    datetime_local_field,
+    get_scoped,
+    page_or_fragment,
+)
 
 PAGE_SIZE = 50
 
@@ -59,7 +64,7 @@ class HistoryFilterForm(forms.Form):
             return None
         try:
             return selectors.decode_cursor(value)
-        except selectors.InvalidCursor as exc:
+        except InvalidCursor as exc:
             raise ValidationError(
                 "This page link is not valid; start again from the newest entries."
             ) from exc
@@ -82,12 +87,6 @@ class HistoryFilterForm(forms.Form):
             fact=data["fact"],
             project=data["project"] or None,
         )
-
-
-class HtmxHttpRequest(HttpRequest):
-    """What django-htmx's middleware adds, for the type checker."""
-
-    htmx: HtmxDetails
 
 
 def _with_query(url: str, params: dict[str, Any]) -> str:
@@ -125,13 +124,7 @@ def history(request: HtmxHttpRequest) -> HttpResponse:
         "export_csv_url": _with_query(reverse("audit:export"), {**params, "format": "csv"}),
         "export_jsonl_url": _with_query(reverse("audit:export"), {**params, "format": "jsonl"}),
     }
-    template = "governance/audit/history.html"
-    # A history restore wants the whole page; every other htmx request only the results.
-    if request.htmx and not request.htmx.history_restore_request:
-        template += "#history_results"
-    response = render(request, template, context)
-    patch_vary_headers(response, ("HX-Request",))
-    return response
+    return page_or_fragment(request, "governance/audit/history.html", "history_results", context)
 
 
 @console_view()

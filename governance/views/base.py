@@ -14,14 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from functools import wraps
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from django import forms
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ImproperlyConfigured, PermissionDenied
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
-from django.shortcuts import get_object_or_404
+from django.shortcuts import get_object_or_404, render
+from django.utils.cache import patch_vary_headers
+from django_htmx.middleware import HtmxDetails
 
 from governance import access
 from governance.models import Project
@@ -127,3 +129,38 @@ def datetime_local_field(label: str) -> forms.DateTimeField:
         required=False,
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format=LOCAL_DATETIME),
     )
+
+
+# --- htmx --------------------------------------------------------------------
+
+
+class HtmxHttpRequest(HttpRequest):
+    """What django-htmx's middleware adds, for the type checker."""
+
+    htmx: HtmxDetails
+
+
+def is_htmx(request: HttpRequest) -> bool:
+    """Whether htmx sent the request (django-htmx's middleware sets ``request.htmx`` on every one)."""
+    return bool(cast(HtmxHttpRequest, request).htmx)
+
+
+def page_or_fragment(
+    request: HttpRequest, template: str, fragment: str, context: dict[str, Any], status: int = 200
+) -> HttpResponse:
+    """The whole page, or for htmx only ``fragment`` of the same template; a history
+    restore wants the whole page. The answer varies on HX-Request so no cache mixes them."""
+    htmx = cast(HtmxHttpRequest, request).htmx
+    if htmx and not htmx.history_restore_request:
+        template += f"#{fragment}"
+    response = render(request, template, context, status=status)
+    patch_vary_headers(response, ("HX-Request",))
+    return response
+
+
+def reload_page() -> HttpResponse:
+    """The answer to a progress poll whose work is over: no content, and htmx reloads
+    the whole page (the finished result replaces the progress box)."""
+    response = HttpResponse(status=204)
+    response["HX-Refresh"] = "true"
+    return response

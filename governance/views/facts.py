@@ -15,7 +15,7 @@ from governance import access
 from governance.models import Fact
 from governance.selectors import facts as fact_selectors
 from governance.services import facts as fact_service
-from governance.views.base import console_view, get_checked
+from governance.views.base import console_view, get_checked, is_htmx
 
 TEMPLATE = "governance/facts/detail.html"
 REASON_REQUIRED = "Give a reason: it goes into the audit trail."
@@ -42,10 +42,6 @@ FORMS: dict[str, type[ReasonForm]] = {
     "verify": VerifyForm,
     "authority": AuthorityForm,
 }
-
-
-def _is_htmx(request: HttpRequest) -> bool:
-    return bool(getattr(request, "htmx", False))
 
 
 def _facts(request: HttpRequest, fact_id: int) -> Fact:
@@ -82,7 +78,7 @@ def _render(
         "error": error,
     }
     # htmx swaps only the panel that holds the page's state; the page around it is unchanged.
-    template = f"{TEMPLATE}#fact" if _is_htmx(request) else TEMPLATE
+    template = f"{TEMPLATE}#fact" if is_htmx(request) else TEMPLATE
     return render(request, template, context, status=status)
 
 
@@ -119,7 +115,7 @@ def _act(request: HttpRequest, fact_id: int, name: str) -> HttpResponse:
             # The fact moved on (someone withdrew or replaced it): say so above the actions.
             return _render(request, fact, error=str(exc), status=409)
         else:
-            if _is_htmx(request):
+            if is_htmx(request):
                 return _render(request, _facts(request, fact_id), notice=done)
             messages.success(request, done)
             # Post/redirect/get, so a reload does not repeat the action; pages

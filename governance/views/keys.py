@@ -23,11 +23,10 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404
 from django.urls import reverse
-from django.utils.cache import add_never_cache_headers, patch_vary_headers
+from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_POST
-from django_htmx.middleware import HtmxDetails
 
 from governance import access
 from governance.models import Agent, AgentKey, Membership, PersonalAccessToken, Project
@@ -37,7 +36,16 @@ from governance.selectors import credentials as credential_selectors
 from governance.services import agents as agent_service
 from governance.services import credentials, memberships
 from governance.services.writes import claimable_sources
-from governance.views.base import check, checked, console_view, get_checked, get_scoped, scoped
+from governance.views.base import (
+    HtmxHttpRequest,
+    check,
+    checked,
+    console_view,
+    get_checked,
+    get_scoped,
+    page_or_fragment,
+    scoped,
+)
 
 KEY_ROLES = access.ADMIN_ROLES
 MEMBER_ROLES = access.ADMIN_ROLES
@@ -45,12 +53,6 @@ MEMBER_ROLES = access.ADMIN_ROLES
 TOKEN_CREATE_ROLES = frozenset({Role.REVIEWER, Role.POLICY_EDITOR, Role.ADMIN})
 # Revoking is checked against the token's owner (access.require_token_revoker).
 TOKEN_REVOKE_ROLES = access.READ_ROLES
-
-
-class HtmxHttpRequest(HttpRequest):
-    """What django-htmx's middleware adds, for the type checker."""
-
-    htmx: HtmxDetails
 
 
 class AgentChoiceField(forms.ModelChoiceField):
@@ -166,11 +168,7 @@ def _page(
         "role_choices": Role.choices,
         "new_secret": new_secret,
     }
-    template = "governance/keys/list.html"
-    if request.htmx and not request.htmx.history_restore_request:
-        template += "#keys_panel"
-    response = render(request, template, context, status=status)
-    patch_vary_headers(response, ("HX-Request",))
+    response = page_or_fragment(request, "governance/keys/list.html", "keys_panel", context, status=status)
     if new_secret:
         # The secret must not survive in any cache or in the browser's history.
         add_never_cache_headers(response)

@@ -17,16 +17,21 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.cache import patch_vary_headers
-from django_htmx.middleware import HtmxDetails
 
 from governance import access
 from governance.models import Agent, Principal, Project, RetrievalEvent
 from governance.models.retrievals import MODES, REASONS
 from governance.rules.labels import label_for
 from governance.selectors import retrievals as selectors
+from governance.selectors.cursors import InvalidCursor
 from governance.selectors.sessions import principal_sessions
-from governance.views.base import console_view, datetime_local_field, get_scoped
+from governance.views.base import (
+    HtmxHttpRequest,
+    console_view,
+    datetime_local_field,
+    get_scoped,
+    page_or_fragment,
+)
 
 PAGE_SIZE = 50
 _ANY = ("", "any")
@@ -57,7 +62,7 @@ class LogFilterForm(forms.Form):
             return None
         try:
             return selectors.decode_cursor(value)
-        except ValueError as exc:
+        except InvalidCursor as exc:
             raise ValidationError("This page link is not valid; start again from the newest events.") from exc
 
     def clean(self) -> dict[str, Any]:
@@ -79,12 +84,6 @@ class LogFilterForm(forms.Form):
             until=data["until"],
             over_budget=data["over_budget"],
         )
-
-
-class HtmxHttpRequest(HttpRequest):
-    """What django-htmx's middleware adds, for the type checker."""
-
-    htmx: HtmxDetails
 
 
 def _with_query(url: str, params: dict[str, Any]) -> str:
@@ -115,13 +114,7 @@ def log(request: HtmxHttpRequest) -> HttpResponse:
         "older_url": _with_query(base, {**params, "cursor": page.next_cursor}) if page.next_cursor else None,
         "newest_url": _with_query(base, params) if request.GET.get("cursor") else None,
     }
-    template = "governance/retrievals/log.html"
-    # A history restore wants the whole page; every other htmx request only the results.
-    if request.htmx and not request.htmx.history_restore_request:
-        template += "#log_results"
-    response = render(request, template, context)
-    patch_vary_headers(response, ("HX-Request",))
-    return response
+    return page_or_fragment(request, "governance/retrievals/log.html", "log_results", context)
 
 
 @console_view()

@@ -26,8 +26,9 @@ from governance.models import Write
 from governance.rules import labels
 from governance.selectors import queue_health as queue_health_selectors
 from governance.selectors import reviews as review_selectors
+from governance.selectors.cursors import InvalidCursor
 from governance.services import reviews as review_service
-from governance.views.base import check, console_view, get_checked, scoped_with_role
+from governance.views.base import check, console_view, get_checked, is_htmx, scoped_with_role
 
 TEMPLATE = "governance/reviews/queue.html"
 REASON_REQUIRED = "Give a reason for this decision: it goes into the audit trail."
@@ -121,10 +122,6 @@ def _filter_query(filters: review_selectors.QueueFilters) -> str:
     return urlencode({name: value for name, value in vars(filters).items() if value})
 
 
-def _is_htmx(request: HttpRequest) -> bool:
-    return bool(getattr(request, "htmx", False))
-
-
 def _status(request: HttpRequest) -> str:
     value = request.GET.get("status", "")
     return value if value in review_selectors.QUEUE_STATUSES else ""
@@ -158,7 +155,7 @@ def _queue_context(
     if cursor:
         try:
             after = review_selectors.QueueCursor.decode(cursor)
-        except review_selectors.InvalidCursor:
+        except InvalidCursor:
             # A stale or hand-edited link: show the first page rather than an error.
             cursor = ""
     filter_form = _filter_form(request)
@@ -208,7 +205,7 @@ def _fragments(
 @console_view()
 def queue(request: HttpRequest) -> HttpResponse:
     context = _queue_context(request, status=_status(request))
-    if _is_htmx(request):
+    if is_htmx(request):
         return _fragments(request, [("queue", context), ("counts", {**context, "oob": True})])
     return render(request, TEMPLATE, context)
 
@@ -239,7 +236,7 @@ def decide(request: HttpRequest, write_id: int) -> HttpResponse:
 
 def _decided(request: HttpRequest, write_id: int, status: str) -> HttpResponse:
     info = review_selectors.decided_info(write_id)
-    if _is_htmx(request):
+    if is_htmx(request):
         return _fragments(
             request, [("decided", {"info": info}), ("counts", {"counts": _counts(request), "oob": True})]
         )
@@ -249,7 +246,7 @@ def _decided(request: HttpRequest, write_id: int, status: str) -> HttpResponse:
 
 def _already_decided(request: HttpRequest, write_id: int, status: str) -> HttpResponse:
     info = review_selectors.decided_info(write_id)
-    if _is_htmx(request):
+    if is_htmx(request):
         parts: list[tuple[str, dict[str, Any]]] = [
             ("already", {"info": info}),
             ("counts", {"counts": _counts(request), "oob": True}),
@@ -262,7 +259,7 @@ def _already_decided(request: HttpRequest, write_id: int, status: str) -> HttpRe
 def _invalid(
     request: HttpRequest, write: Write, form: DecisionForm, status: str, *, code: int = 400
 ) -> HttpResponse:
-    if _is_htmx(request):
+    if is_htmx(request):
         [item] = review_selectors.review_items([_queue_write(write.pk)])
         item.form = form
         item.can_decide = True  # the view checked the role before validating the form
@@ -298,7 +295,7 @@ def bulk(request: HttpRequest) -> HttpResponse:
     form = BulkDecisionForm(request.POST, writes=reviewable)
     if not form.is_valid():
         context = _queue_context(request, status=status, bulk_form=form)
-        if _is_htmx(request):
+        if is_htmx(request):
             return _fragments(request, [("queue", context)], status=400)
         return render(request, TEMPLATE, context, status=400)
     action, reason = form.cleaned_data["action"], form.cleaned_data["reason"]
@@ -320,7 +317,7 @@ def bulk(request: HttpRequest) -> HttpResponse:
     if decided:
         listed = ", ".join(str(pk) for pk in decided)
         notices.insert(0, f"{len(decided)} write{'s' if len(decided) != 1 else ''} {verb}: {listed}.")
-    if _is_htmx(request):
+    if is_htmx(request):
         context = _queue_context(request, status=status, notices=notices)
         return _fragments(request, [("queue", context), ("counts", {**context, "oob": True})])
     for notice in notices:

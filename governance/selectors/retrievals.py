@@ -22,8 +22,9 @@ from governance.selectors.facts import active_memories
 INACTIVE_HISTORY_LIMIT = 200
 NEAREST_LIMIT_MIN = 50
 
-CANDIDATE_FIELDS = (
-    "id",
+# What a ranking candidate (rules.retrieval.Candidate) is built from, besides the fact's id:
+# read from the live row here, and from the history snapshot by the policy replay.
+CANDIDATE_COLUMNS = (
     "kind",
     "key",
     "statement",
@@ -37,6 +38,7 @@ CANDIDATE_FIELDS = (
     "valid_to",
     "last_verified_at",
 )
+CANDIDATE_FIELDS = ("id", *CANDIDATE_COLUMNS)
 
 
 def _scope(project: Project, principal: Principal | None) -> Q:

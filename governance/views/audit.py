@@ -13,8 +13,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django import forms
-from django.core.exceptions import ValidationError
-from django.http import HttpResponse, HttpResponseBadRequest, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, StreamingHttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
@@ -24,19 +23,14 @@ from governance.exports import export_response
 from governance.models import Fact
 from governance.rules.export import FORMATS
 from governance.selectors import audit as selectors
-from governance.selectors.cursors import InvalidCursor
-from governance.views.base import (
-    HtmxHttpRequest,
-    console_view,
-    datetime_local_field,
-    get_scoped,
-    page_or_fragment,
-)
+from governance.views.base import PagedFilterForm, console_view, get_scoped, page_or_fragment
 
 PAGE_SIZE = 50
 
 
-class HistoryFilterForm(forms.Form):
+class HistoryFilterForm(PagedFilterForm):
+    field_order = ["actor", "action", "since", "until"]
+
     actor = forms.CharField(
         required=False, max_length=200, help_text="user:<name>, agent:<slug> or system:…", label="Actor"
     )
@@ -47,34 +41,16 @@ class HistoryFilterForm(forms.Form):
         widget=forms.TextInput(attrs={"list": "audit-actions"}),
         help_text="An action (fact.withdrawn), a family (fact) or retrieval.",
     )
-    since = datetime_local_field("Since")
-    until = datetime_local_field("Until")
     principal = forms.CharField(required=False, max_length=200, label="Principal (external id)")
     fact = forms.IntegerField(required=False, min_value=1, label="Fact id")
     project = forms.ChoiceField(required=False, label="Project")
-    cursor = forms.CharField(required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args: Any, projects: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["project"].choices = [("", "all"), *((slug, slug) for slug in projects)]  # type: ignore[attr-defined]
 
-    def clean_cursor(self) -> selectors.Cursor | None:
-        value = self.cleaned_data.get("cursor")
-        if not value:
-            return None
-        try:
-            return selectors.decode_cursor(value)
-        except InvalidCursor as exc:
-            raise ValidationError(
-                "This page link is not valid; start again from the newest entries."
-            ) from exc
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean() or {}
-        since, until = data.get("since"), data.get("until")
-        if since and until and since >= until:
-            self.add_error("until", "The period must end after it starts.")
-        return data
+    def decode_cursor(self, value: str) -> selectors.Cursor:
+        return selectors.decode_cursor(value)
 
     def filters(self) -> selectors.HistoryFilters:
         data = self.cleaned_data
@@ -94,14 +70,14 @@ def _with_query(url: str, params: dict[str, Any]) -> str:
     return f"{url}?{query}" if query else url
 
 
-def _form(request: HtmxHttpRequest) -> HistoryFilterForm:
+def _form(request: HttpRequest) -> HistoryFilterForm:
     slugs = list(access.projects_of(request.user).order_by("slug").values_list("slug", flat=True))
     return HistoryFilterForm(request.GET, projects=slugs)
 
 
 @console_view()
 @require_GET
-def history(request: HtmxHttpRequest) -> HttpResponse:
+def history(request: HttpRequest) -> HttpResponse:
     form = _form(request)
     page = selectors.HistoryPage([], None)
     if form.is_valid():
@@ -129,7 +105,7 @@ def history(request: HtmxHttpRequest) -> HttpResponse:
 
 @console_view()
 @require_GET
-def fact_timeline(request: HtmxHttpRequest, fact_id: int) -> HttpResponse:
+def fact_timeline(request: HttpRequest, fact_id: int) -> HttpResponse:
     fact = get_scoped(
         request, Fact.objects.defer("embedding").select_related("project", "principal"), pk=fact_id
     )
@@ -149,7 +125,7 @@ def fact_timeline(request: HtmxHttpRequest, fact_id: int) -> HttpResponse:
 # console_view's view type names HttpResponse; Django serves a streamed response all the same.
 @console_view()  # type: ignore[arg-type]
 @require_GET
-def export(request: HtmxHttpRequest) -> HttpResponse | StreamingHttpResponse:
+def export(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     fmt = request.GET.get("format", "csv")
     if fmt not in FORMATS:
         return HttpResponseBadRequest(

@@ -18,7 +18,7 @@ from typing import Any, TypeVar, cast
 
 from django import forms
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ImproperlyConfigured, PermissionDenied
+from django.core.exceptions import ImproperlyConfigured, PermissionDenied, ValidationError
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import get_object_or_404, render
@@ -27,6 +27,7 @@ from django_htmx.middleware import HtmxDetails
 
 from governance import access
 from governance.models import Project
+from governance.selectors.cursors import InvalidCursor
 
 M = TypeVar("M", bound=Model)
 # datetime-local inputs send and expect this shape; the forms also accept full ISO 8601.
@@ -129,6 +130,39 @@ def datetime_local_field(label: str) -> forms.DateTimeField:
         required=False,
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format=LOCAL_DATETIME),
     )
+
+
+class PagedFilterForm(forms.Form):
+    """A keyset-paged listing's filters: a period, and the hidden cursor of the page shown.
+    A subclass adds its fields (placing the period with ``field_order``), names what it
+    lists, and says how its cursor is read back."""
+
+    since = datetime_local_field("Since")
+    until = datetime_local_field("Until")
+    cursor = forms.CharField(required=False, widget=forms.HiddenInput)
+    # For the message on a stale page link: "start again from the newest <listing>".
+    listing = "entries"
+
+    def decode_cursor(self, value: str) -> Any:
+        raise NotImplementedError
+
+    def clean_cursor(self) -> Any:
+        value = self.cleaned_data.get("cursor")
+        if not value:
+            return None
+        try:
+            return self.decode_cursor(value)
+        except InvalidCursor as exc:
+            raise ValidationError(
+                f"This page link is not valid; start again from the newest {self.listing}."
+            ) from exc
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        since, until = data.get("since"), data.get("until")
+        if since and until and since >= until:
+            self.add_error("until", "The period must end after it starts.")
+        return data
 
 
 # --- htmx --------------------------------------------------------------------

@@ -37,7 +37,6 @@ from governance.services import agents as agent_service
 from governance.services import credentials, memberships
 from governance.services.writes import claimable_sources
 from governance.views.base import (
-    HtmxHttpRequest,
     check,
     checked,
     console_view,
@@ -117,7 +116,7 @@ class RevokeForm(forms.Form):
     reason = forms.CharField(max_length=2000, strip=True)
 
 
-def _agents(request: HtmxHttpRequest, roles: frozenset[str] = access.READ_ROLES) -> Any:
+def _agents(request: HttpRequest, roles: frozenset[str] = access.READ_ROLES) -> Any:
     # Retired agents and archived projects cannot authenticate, so no new keys for them.
     return (
         Agent.objects.select_related("project")
@@ -128,7 +127,7 @@ def _agents(request: HtmxHttpRequest, roles: frozenset[str] = access.READ_ROLES)
 
 
 def _page(
-    request: HtmxHttpRequest,
+    request: HttpRequest,
     *,
     key_form: AgentKeyForm | None = None,
     token_form: TokenForm | None = None,
@@ -177,13 +176,13 @@ def _page(
 
 
 @console_view()
-def key_list(request: HtmxHttpRequest) -> HttpResponse:
+def key_list(request: HttpRequest) -> HttpResponse:
     return _page(request)
 
 
 @console_view(write_roles=KEY_ROLES)
 @require_POST
-def key_create(request: HtmxHttpRequest) -> HttpResponse:
+def key_create(request: HttpRequest) -> HttpResponse:
     # An agent outside the user's projects (or no such agent) is a 404 either way,
     # so the answer does not reveal which ids exist elsewhere (R1); a role in the
     # agent's project other than admin is a 403.
@@ -216,7 +215,7 @@ def key_create(request: HtmxHttpRequest) -> HttpResponse:
 
 @console_view(write_roles=KEY_ROLES)
 @require_POST
-def key_revoke(request: HtmxHttpRequest, key_id: int) -> HttpResponse:
+def key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
     key = get_checked(request, AgentKey.objects.select_related("agent__project"), "agent__project", pk=key_id)
     form = RevokeForm(request.POST)
     if not form.is_valid():
@@ -231,7 +230,7 @@ def key_revoke(request: HtmxHttpRequest, key_id: int) -> HttpResponse:
 
 @console_view(write_roles=TOKEN_CREATE_ROLES)
 @require_POST
-def token_create(request: HtmxHttpRequest) -> HttpResponse:
+def token_create(request: HttpRequest) -> HttpResponse:
     # A token is the user's own and carries only the roles they hold, project by project.
     if not access.can_anywhere(request.user, TOKEN_CREATE_ROLES):
         access.log_denied(request.user, "create token", "")
@@ -258,7 +257,7 @@ def token_create(request: HtmxHttpRequest) -> HttpResponse:
 
 @console_view(write_roles=TOKEN_REVOKE_ROLES)
 @require_POST
-def token_revoke(request: HtmxHttpRequest, token_id: int) -> HttpResponse:
+def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
     token = get_object_or_404(PersonalAccessToken.objects.select_related("user"), pk=token_id)
     access.require_token_revoker(request.user, token)
     checked(request)
@@ -282,7 +281,7 @@ def _membership(request: HttpRequest, membership_id: int) -> Membership:
 
 @console_view(write_roles=MEMBER_ROLES)
 @require_POST
-def member_grant(request: HtmxHttpRequest, project: str) -> HttpResponse:
+def member_grant(request: HttpRequest, project: str) -> HttpResponse:
     obj = get_scoped(request, Project.objects.all(), "pk", slug=project)
     check(request, obj)
     form = GrantForm(request.POST, prefix=f"grant-{obj.pk}")
@@ -306,7 +305,7 @@ def member_grant(request: HtmxHttpRequest, project: str) -> HttpResponse:
 
 @console_view(write_roles=MEMBER_ROLES)
 @require_POST
-def member_role(request: HtmxHttpRequest, membership_id: int) -> HttpResponse:
+def member_role(request: HttpRequest, membership_id: int) -> HttpResponse:
     membership = _membership(request, membership_id)
     form = RoleForm(request.POST)
     who, where = membership.user.get_username(), membership.project.slug
@@ -328,7 +327,7 @@ def member_role(request: HtmxHttpRequest, membership_id: int) -> HttpResponse:
 
 @console_view(write_roles=MEMBER_ROLES)
 @require_POST
-def member_remove(request: HtmxHttpRequest, membership_id: int) -> HttpResponse:
+def member_remove(request: HttpRequest, membership_id: int) -> HttpResponse:
     membership = _membership(request, membership_id)
     form = RemoveForm(request.POST)
     form.is_valid()
@@ -344,7 +343,7 @@ def member_remove(request: HtmxHttpRequest, membership_id: int) -> HttpResponse:
 
 @console_view(write_roles=access.ADMIN_ROLES)
 @require_POST
-def agent_sources(request: HtmxHttpRequest, agent_id: int) -> HttpResponse:
+def agent_sources(request: HttpRequest, agent_id: int) -> HttpResponse:
     """Which source types an agent's keys may claim, and whether it syncs configuration (admins)."""
     agent = get_object_or_404(
         scoped(request, Agent.objects.select_related("project"), "project"), pk=agent_id

@@ -12,7 +12,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django import forms
-from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -23,26 +22,19 @@ from governance.models import Agent, Principal, Project, RetrievalEvent
 from governance.models.retrievals import MODES, REASONS
 from governance.rules.labels import label_for
 from governance.selectors import retrievals as selectors
-from governance.selectors.cursors import InvalidCursor
 from governance.selectors.sessions import principal_sessions
-from governance.views.base import (
-    HtmxHttpRequest,
-    console_view,
-    datetime_local_field,
-    get_scoped,
-    page_or_fragment,
-)
+from governance.views.base import PagedFilterForm, console_view, get_scoped, page_or_fragment
 
 PAGE_SIZE = 50
 _ANY = ("", "any")
 
 
-class LogFilterForm(forms.Form):
+class LogFilterForm(PagedFilterForm):
+    field_order = ["agent", "principal", "session", "since", "until"]
+
     agent = forms.ChoiceField(required=False)
     principal = forms.CharField(required=False, max_length=200, label="Person (their id)")
     session = forms.CharField(required=False, max_length=200, label="Session (external id)")
-    since = datetime_local_field("Since")
-    until = datetime_local_field("Until")
     mode = forms.ChoiceField(required=False, choices=[_ANY, *((m, label_for("mode", m).text) for m in MODES)])
     reason = forms.ChoiceField(
         required=False,
@@ -50,27 +42,14 @@ class LogFilterForm(forms.Form):
         label="Excluded for",
     )
     over_budget = forms.BooleanField(required=False, label="Over budget")
-    cursor = forms.CharField(required=False, widget=forms.HiddenInput)
+    listing = "events"
 
     def __init__(self, *args: Any, agents: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["agent"].choices = [_ANY, *((slug, slug) for slug in agents)]  # type: ignore[attr-defined]
 
-    def clean_cursor(self) -> selectors.Cursor | None:
-        value = self.cleaned_data.get("cursor")
-        if not value:
-            return None
-        try:
-            return selectors.decode_cursor(value)
-        except InvalidCursor as exc:
-            raise ValidationError("This page link is not valid; start again from the newest events.") from exc
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean() or {}
-        since, until = data.get("since"), data.get("until")
-        if since and until and since >= until:
-            self.add_error("until", "The period must end after it starts.")
-        return data
+    def decode_cursor(self, value: str) -> selectors.Cursor:
+        return selectors.decode_cursor(value)
 
     def filters(self) -> selectors.LogFilters:
         data = self.cleaned_data
@@ -92,7 +71,7 @@ def _with_query(url: str, params: dict[str, Any]) -> str:
 
 
 @console_view()
-def log(request: HtmxHttpRequest) -> HttpResponse:
+def log(request: HttpRequest) -> HttpResponse:
     projects = access.projects_of(request.user)
     agents = list(
         Agent.objects.filter(project__in=projects).order_by("slug").values_list("slug", flat=True).distinct()

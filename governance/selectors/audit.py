@@ -140,23 +140,8 @@ class HistoryItem:
         return cursors.encode_cursor(self.created_at, SOURCE_RANK[self.source], self.id)
 
     def export_row(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "id": self.id,
-            "project": self.project,
-            "sequence": self.sequence,
-            "created_at": self.created_at.isoformat(),
-            "actor": self.actor,
-            "action": self.action,
-            "object_type": self.object_type,
-            "object_id": self.object_id,
-            "principal": self.principal,
-            "reason": self.reason,
-            "data": self.data,
-            "request_id": self.request_id,
-            "previous_hash": self.previous_hash,
-            "entry_hash": self.entry_hash,
-        }
+        row = {column: getattr(self, column) for column in EXPORT_COLUMNS}
+        return {**row, "created_at": self.created_at.isoformat()}
 
 
 EXPORT_COLUMNS = (

@@ -747,7 +747,7 @@ def measure_console(agent: Any, chain_fact: int, person: str, repeats: int) -> d
         .values_list("created_at", "id")
     )
     count = deep.count()
-    from governance.selectors.retrievals import encode_cursor
+    from governance.selectors.cursors import encode_cursor
 
     deep_cursor = encode_cursor(*deep[int(count * 0.9)]) if count > 10 else ""
     pages = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
+from typing import TypedDict
 
 from celery import shared_task
 from django.conf import settings
@@ -22,32 +23,62 @@ from governance.services import verification as verification_service
 
 logger = logging.getLogger(__name__)
 
-# Retries with exponential backoff (2 s doubling to 5 min, jittered): a model
-# or database hiccup delays the work, never loses it.
-RETRY_FOR = (Exception,)
+
+class RetryOptions(TypedDict):
+    autoretry_for: tuple[type[BaseException], ...]
+    retry_backoff: int
+    retry_backoff_max: int
+    retry_jitter: bool
+
+
+class TimeLimits(TypedDict):
+    soft_time_limit: int
+    time_limit: int
+
+
+# Two kinds of retry, each with exponential, jittered backoff (``first`` seconds,
+# doubling up to ``longest``).
+def retry_on_any_error(*, first: int = 2, longest: int = 300) -> RetryOptions:
+    """Work that any hiccup may interrupt (a model, a mail server, the database) is
+    retried on every error: a hiccup delays it, never loses it."""
+    return RetryOptions(
+        autoretry_for=(Exception,), retry_backoff=first, retry_backoff_max=longest, retry_jitter=True
+    )
+
+
+def retry_on_lost_database(*, longest: int = 60) -> RetryOptions:
+    """Jobs that record their own failures (replay, erasure, evaluation, feed) retry only
+    a lost database: any other failure would happen again."""
+    return RetryOptions(
+        autoretry_for=(OperationalError, InterfaceError),
+        retry_backoff=2,
+        retry_backoff_max=longest,
+        retry_jitter=True,
+    )
+
+
+def time_limits(soft: int, hard: int) -> TimeLimits:
+    """A task's time limits in seconds: the soft one raises inside the task, the hard one kills it."""
+    return TimeLimits(soft_time_limit=soft, time_limit=hard)
 
 
 # Time limits (soft, hard) in seconds, per task; settings hold the default.
 # One embedding is a fraction of a second on the CPU, an HTTP provider a few
 # seconds; a 10,000-event replay takes minutes.
-EMBED_TIME_LIMITS = (60, 90)
-SWEEP_TIME_LIMITS = (240, 300)
-REPLAY_TIME_LIMITS = (1200, 1260)
+EMBED_TIME_LIMITS = time_limits(60, 90)
+SWEEP_TIME_LIMITS = time_limits(240, 300)
+REPLAY_TIME_LIMITS = time_limits(1200, 1260)
 # One sweep sends at most this many embedding tasks; the next sweep goes on
 # from the oldest left, so a long broker outage is caught up over a few.
 SWEEP_MAX_FACTS = 10_000
 # Forgetting a person (the bulk queue, by its erase_* name): bench/erasure.py times 5,000 facts.
-ERASURE_TIME_LIMITS = (1800, 1860)
+ERASURE_TIME_LIMITS = time_limits(1800, 1860)
 
 
 @shared_task(
     name="governance.tasks.embed_fact",
-    soft_time_limit=EMBED_TIME_LIMITS[0],
-    time_limit=EMBED_TIME_LIMITS[1],
-    autoretry_for=RETRY_FOR,
-    retry_backoff=2,
-    retry_backoff_max=300,
-    retry_jitter=True,
+    **EMBED_TIME_LIMITS,
+    **retry_on_any_error(),
     max_retries=8,
 )
 def embed_fact(fact_id: int) -> bool:
@@ -62,12 +93,8 @@ def embed_fact(fact_id: int) -> bool:
 
 @shared_task(
     name="governance.tasks.check_conflicts",
-    soft_time_limit=EMBED_TIME_LIMITS[0],
-    time_limit=EMBED_TIME_LIMITS[1],
-    autoretry_for=RETRY_FOR,
-    retry_backoff=2,
-    retry_backoff_max=300,
-    retry_jitter=True,
+    **EMBED_TIME_LIMITS,
+    **retry_on_any_error(),
     max_retries=5,
 )
 def check_conflicts(fact_id: int) -> int:
@@ -77,8 +104,7 @@ def check_conflicts(fact_id: int) -> int:
 
 @shared_task(
     name="governance.tasks.embed_missing_facts",
-    soft_time_limit=SWEEP_TIME_LIMITS[0],
-    time_limit=SWEEP_TIME_LIMITS[1],
+    **SWEEP_TIME_LIMITS,
 )
 def embed_missing_facts() -> int:
     """Beat safety net: facts whose on-commit task was lost get embedded here.
@@ -104,12 +130,8 @@ def embed_missing_facts() -> int:
 
 @shared_task(
     name="governance.tasks.expire_facts",
-    soft_time_limit=SWEEP_TIME_LIMITS[0],
-    time_limit=SWEEP_TIME_LIMITS[1],
-    autoretry_for=RETRY_FOR,
-    retry_backoff=2,
-    retry_backoff_max=300,
-    retry_jitter=True,
+    **SWEEP_TIME_LIMITS,
+    **retry_on_any_error(),
     max_retries=3,
 )
 def expire_facts() -> int:
@@ -120,14 +142,10 @@ def expire_facts() -> int:
 
 @shared_task(
     name="governance.tasks.run_replay",
-    soft_time_limit=REPLAY_TIME_LIMITS[0],
-    time_limit=REPLAY_TIME_LIMITS[1],
+    **REPLAY_TIME_LIMITS,
     # Only a lost database is worth retrying; any other failure is recorded on
     # the job by the service, and running it again would fail the same way.
-    autoretry_for=(OperationalError, InterfaceError),
-    retry_backoff=2,
-    retry_backoff_max=60,
-    retry_jitter=True,
+    **retry_on_lost_database(),
     max_retries=3,
 )
 def run_replay(job_id: str) -> bool:
@@ -152,12 +170,8 @@ def verify_audit_chain(job_id: str) -> bool:
 
 @shared_task(
     name="governance.tasks.checkpoint_audit",
-    soft_time_limit=SWEEP_TIME_LIMITS[0],
-    time_limit=SWEEP_TIME_LIMITS[1],
-    autoretry_for=(OperationalError, InterfaceError),
-    retry_backoff=2,
-    retry_backoff_max=60,
-    retry_jitter=True,
+    **SWEEP_TIME_LIMITS,
+    **retry_on_lost_database(),
     max_retries=3,
 )
 def checkpoint_audit() -> int:
@@ -171,14 +185,10 @@ def checkpoint_audit() -> int:
 
 @shared_task(
     name="governance.tasks.erase_principal",
-    soft_time_limit=ERASURE_TIME_LIMITS[0],
-    time_limit=ERASURE_TIME_LIMITS[1],
+    **ERASURE_TIME_LIMITS,
     # Each batch commits on its own and the next run picks only what is left,
     # so a retry after a lost database resumes instead of starting over.
-    autoretry_for=(OperationalError, InterfaceError),
-    retry_backoff=2,
-    retry_backoff_max=60,
-    retry_jitter=True,
+    **retry_on_lost_database(),
     max_retries=5,
 )
 def erase_principal(job_id: str) -> bool:
@@ -188,12 +198,8 @@ def erase_principal(job_id: str) -> bool:
 
 @shared_task(
     name="governance.tasks.run_evaluation",
-    soft_time_limit=REPLAY_TIME_LIMITS[0],
-    time_limit=REPLAY_TIME_LIMITS[1],
-    autoretry_for=(OperationalError, InterfaceError),
-    retry_backoff=2,
-    retry_backoff_max=60,
-    retry_jitter=True,
+    **REPLAY_TIME_LIMITS,
+    **retry_on_lost_database(),
     max_retries=3,
 )
 def run_evaluation(run_id: int) -> bool:
@@ -205,8 +211,7 @@ def run_evaluation(run_id: int) -> bool:
 
 @shared_task(
     name="governance.tasks.check_review_slas",
-    soft_time_limit=SWEEP_TIME_LIMITS[0],
-    time_limit=SWEEP_TIME_LIMITS[1],
+    **SWEEP_TIME_LIMITS,
 )
 def check_review_slas() -> int:
     """Beat sweep: one check per project whose review SLA state may change."""
@@ -218,10 +223,7 @@ def check_review_slas() -> int:
 
 @shared_task(
     name="governance.tasks.check_review_sla",
-    autoretry_for=RETRY_FOR,
-    retry_backoff=2,
-    retry_backoff_max=300,
-    retry_jitter=True,
+    **retry_on_any_error(),
     max_retries=3,
 )
 def check_review_sla(project_id: int) -> str:
@@ -230,30 +232,25 @@ def check_review_sla(project_id: int) -> str:
 
 @shared_task(
     name="governance.tasks.send_review_sla_notice",
-    autoretry_for=RETRY_FOR,
-    retry_backoff=5,
-    retry_backoff_max=600,
-    retry_jitter=True,
+    # A notice is worth waiting for: wider spacing, so a mail server has time to recover.
+    **retry_on_any_error(first=5, longest=600),
     max_retries=5,
 )
 def send_review_sla_notice(project_id: int) -> int:
     return queue_health_service.send_review_sla_notice(project_id)
 
 
-FEED_TIME_LIMITS = (60, 90)
+FEED_TIME_LIMITS = time_limits(60, 90)
 
 
 @shared_task(
     name="governance.tasks.deliver_feed",
-    soft_time_limit=FEED_TIME_LIMITS[0],
-    time_limit=FEED_TIME_LIMITS[1],
+    **FEED_TIME_LIMITS,
     # Acknowledged after the attempt: a worker killed mid-delivery leaves the
     # message to be redelivered, and the delivery row still pending for the sweep.
     acks_late=True,
     reject_on_worker_lost=True,
-    autoretry_for=(OperationalError, InterfaceError),
-    retry_backoff=2,
-    retry_backoff_max=60,
+    **retry_on_lost_database(),
     max_retries=3,
 )
 def deliver_feed(delivery_id: int) -> str | None:
@@ -263,8 +260,7 @@ def deliver_feed(delivery_id: int) -> str | None:
 
 @shared_task(
     name="governance.tasks.sweep_feed",
-    soft_time_limit=SWEEP_TIME_LIMITS[0],
-    time_limit=SWEEP_TIME_LIMITS[1],
+    **SWEEP_TIME_LIMITS,
 )
 def sweep_feed() -> int:
     """Beat: enqueue deliveries that are due (new ones whose task was lost, and retries),
@@ -278,11 +274,10 @@ def sweep_feed() -> int:
 
 @shared_task(
     name="governance.tasks.sink_feed",
-    soft_time_limit=SWEEP_TIME_LIMITS[0],
-    time_limit=SWEEP_TIME_LIMITS[1],
+    **SWEEP_TIME_LIMITS,
     acks_late=True,
-    autoretry_for=(OperationalError, InterfaceError),
-    retry_backoff=2,
+    # Celery's default cap (10 minutes) between retries, not the minute of the others.
+    **retry_on_lost_database(longest=600),
     max_retries=3,
 )
 def sink_feed() -> int:

@@ -2,25 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from governance import access
-from governance.api.base import GovernanceAPIView, check_period
+from governance.api.base import (
+    CursorField,
+    GovernanceAPIView,
+    KeysetQuery,
+    page_response,
+    valid_query,
+)
+from governance.api.retrievals import event_fields
 from governance.api.schema import Timestamp
 from governance.models import RetrievalEvent
 from governance.rules.retrieval import MODES, REASONS
 from governance.selectors import retrievals as selectors
 
-DEFAULT_LIMIT = 50
-MAX_LIMIT = 200
 
-
-class RetrievalLogQuery(serializers.Serializer):
+class RetrievalLogQuery(KeysetQuery):
     agent = serializers.CharField(required=False, max_length=64, help_text="Agent slug.")
     principal = serializers.CharField(required=False, max_length=200, help_text="Principal external id.")
     session = serializers.CharField(required=False, max_length=200, help_text="Session external id.")
@@ -31,17 +33,7 @@ class RetrievalLogQuery(serializers.Serializer):
     over_budget = serializers.BooleanField(required=False, default=False)
     since = serializers.DateTimeField(required=False, help_text="Inclusive, ISO 8601.")
     until = serializers.DateTimeField(required=False, help_text="Exclusive, ISO 8601.")
-    cursor = serializers.CharField(required=False, help_text="The previous page's `next`.")
-    limit = serializers.IntegerField(required=False, min_value=1, max_value=MAX_LIMIT, default=DEFAULT_LIMIT)
-
-    def validate_cursor(self, value: str) -> selectors.Cursor:
-        try:
-            return selectors.decode_cursor(value)
-        except ValueError as exc:
-            raise serializers.ValidationError("Not a cursor from this listing.") from exc
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        return check_period(attrs)
+    cursor = CursorField(selectors.decode_cursor)
 
     def filters(self) -> selectors.LogFilters:
         data = self.validated_data
@@ -87,24 +79,11 @@ class RetrievalLogPageSerializer(serializers.Serializer):
 
 def event_summary(event: RetrievalEvent) -> dict[str, object]:
     return {
+        **event_fields(event),
         "id": event.pk,
         "project": event.project.slug,
-        "agent": event.agent.slug,
-        "principal": event.principal.external_id if event.principal else None,
-        "session": event.session.external_id if event.session else None,
-        "round": event.round,
-        "mode": event.mode,
-        "identity_verified": event.identity_verified,
-        "policy_version": event.policy_version.version,
-        "query": event.query,
-        "context": event.context,
-        "tokens_used": event.tokens_used,
-        "token_budget": event.token_budget,
         "candidates": event.candidate_count,
-        "excluded": event.excluded_count,
         "reasons": event.reasons,
-        "static_block_cached": event.static_block_cached,
-        "created_at": event.created_at.isoformat(),
     }
 
 
@@ -115,13 +94,12 @@ class RetrievalLog(GovernanceAPIView):
         summary="The retrieval log, newest first (keyset pages)",
     )
     def get(self, request: Request) -> Response:
-        query = RetrievalLogQuery(data=request.query_params)
-        query.is_valid(raise_exception=True)
+        query = valid_query(RetrievalLogQuery, request)
         page = selectors.retrieval_log(
             access.projects_of(request.user),
             query.filters(),
-            after=query.validated_data.get("cursor"),
-            limit=query.validated_data["limit"],
+            **query.page(),
         )
-        body = {"results": [event_summary(e) for e in page.events], "next": page.next_cursor}
-        return Response(RetrievalLogPageSerializer(body).data)
+        return page_response(
+            RetrievalLogPageSerializer, [event_summary(e) for e in page.events], page.next_cursor
+        )

@@ -19,15 +19,19 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from governance import access
-from governance.api.base import GovernanceAPIView, check_period
+from governance.api.base import (
+    CursorField,
+    GovernanceAPIView,
+    KeysetQuery,
+    check_period,
+    page_response,
+    valid_query,
+)
 from governance.api.limits import db_id
 from governance.api.schema import Timestamp
 from governance.exports import export_response
 from governance.rules.export import FORMATS
 from governance.selectors import audit as selectors
-
-DEFAULT_LIMIT = 50
-MAX_LIMIT = 200
 
 
 class HistoryQuery(serializers.Serializer):
@@ -57,15 +61,8 @@ class HistoryQuery(serializers.Serializer):
         )
 
 
-class HistoryPageQuery(HistoryQuery):
-    cursor = serializers.CharField(required=False, help_text="The previous page's `next`.")
-    limit = serializers.IntegerField(required=False, min_value=1, max_value=MAX_LIMIT, default=DEFAULT_LIMIT)
-
-    def validate_cursor(self, value: str) -> selectors.Cursor:
-        try:
-            return selectors.decode_cursor(value)
-        except selectors.InvalidCursor as exc:
-            raise serializers.ValidationError("Not a cursor from this listing.") from exc
+class HistoryPageQuery(HistoryQuery, KeysetQuery):
+    cursor = CursorField(selectors.decode_cursor)
 
 
 class ExportQuery(HistoryQuery):
@@ -108,16 +105,15 @@ class AuditHistory(GovernanceAPIView):
         summary="The audit history and retrievals, newest first",
     )
     def get(self, request: Request) -> Response:
-        query = HistoryPageQuery(data=request.query_params)
-        query.is_valid(raise_exception=True)
+        query = valid_query(HistoryPageQuery, request)
         page = selectors.history_page(
             access.projects_of(request.user),
             query.filters(),
-            after=query.validated_data.get("cursor"),
-            limit=query.validated_data["limit"],
+            **query.page(),
         )
-        body = {"results": [item.export_row() for item in page.items], "next": page.next_cursor}
-        return Response(HistoryPageSerializer(body).data)
+        return page_response(
+            HistoryPageSerializer, [item.export_row() for item in page.items], page.next_cursor
+        )
 
 
 class _IgnoreFormatParameter(DefaultContentNegotiation):

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, ClassVar, TypeVar
 
 from rest_framework import permissions, serializers
 from rest_framework.request import Request
+from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from governance import access
@@ -19,6 +20,12 @@ from governance.api.auth import (
     IsAgent,
 )
 from governance.models import Agent, Project
+from governance.selectors.cursors import InvalidCursor
+
+S = TypeVar("S", bound=serializers.Serializer)
+# Keyset-paged listings: rows per page unless the caller asks, and at most.
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 200
 
 
 class AgentAPIView(APIView):
@@ -70,3 +77,57 @@ def check_period(attrs: dict[str, Any]) -> dict[str, Any]:
     if since and until and since >= until:
         raise serializers.ValidationError({"until": ["Must be after since."]})
     return attrs
+
+
+# --- keyset-paged listings (history, retrieval log, review queue) -------------
+
+
+class CursorField(serializers.CharField):
+    """The previous page's ``next``, read back by ``decode``; a cursor the listing did not
+    make is a 400 with the one cursor message."""
+
+    def __init__(self, decode: Callable[[str], Any], **kwargs: Any) -> None:
+        self.decode = decode
+        kwargs.setdefault("help_text", "The previous page's `next`.")
+        super().__init__(required=False, **kwargs)
+
+    def to_internal_value(self, data: Any) -> Any:
+        value = super().to_internal_value(data)
+        if not value:
+            return None
+        try:
+            return self.decode(value)
+        except InvalidCursor as exc:
+            raise serializers.ValidationError(str(exc)) from exc
+
+
+def page_limit(default: int = DEFAULT_LIMIT) -> serializers.IntegerField:
+    return serializers.IntegerField(required=False, min_value=1, max_value=MAX_LIMIT, default=default)
+
+
+class KeysetQuery(serializers.Serializer):
+    """A listing's query string (a period, if given, must not be empty): a subclass adds
+    its filters and its ``cursor = CursorField(...)``."""
+
+    limit = page_limit()
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        return check_period(attrs)
+
+    def page(self) -> dict[str, Any]:
+        """Where the page starts (the decoded cursor; None for the first) and its length."""
+        return {"after": self.validated_data.get("cursor"), "limit": self.validated_data["limit"]}
+
+
+def valid_query(serializer_class: type[S], request: Request) -> S:
+    """The query string read by ``serializer_class``: a 400 with field errors if it does not fit."""
+    query = serializer_class(data=request.query_params)
+    query.is_valid(raise_exception=True)
+    return query
+
+
+def page_response(
+    page_serializer: type[serializers.Serializer], results: list[Any], next_cursor: str | None
+) -> Response:
+    """One page: its rows, and the cursor of the next page (null on the last)."""
+    return Response(page_serializer({"results": results, "next": next_cursor}).data)

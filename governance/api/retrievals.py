@@ -105,9 +105,9 @@ class RetrievalDetailSerializer(serializers.Serializer):
     created_at = Timestamp()
 
 
-def event_detail(event: RetrievalEvent) -> dict[str, object]:
+def event_fields(event: RetrievalEvent) -> dict[str, object]:
+    """What the retrieval log's rows and one retrieval's detail both say about an event."""
     return {
-        "retrieval_id": event.pk,
         "agent": event.agent.slug,
         "principal": event.principal.external_id if event.principal else None,
         "session": event.session.external_id if event.session else None,
@@ -119,6 +119,16 @@ def event_detail(event: RetrievalEvent) -> dict[str, object]:
         "context": event.context,
         "tokens_used": event.tokens_used,
         "token_budget": event.token_budget,
+        "excluded": event.excluded_count,
+        "static_block_cached": event.static_block_cached,
+        "created_at": event.created_at.isoformat(),
+    }
+
+
+def event_detail(event: RetrievalEvent) -> dict[str, object]:
+    return {
+        **event_fields(event),
+        "retrieval_id": event.pk,
         "candidates": [
             {
                 "fact_id": c.fact_id,
@@ -134,11 +144,8 @@ def event_detail(event: RetrievalEvent) -> dict[str, object]:
             for c in event.ranked_candidates()
         ],
         "candidate_count": event.candidate_count,
-        "excluded": event.excluded_count,
-        "static_block_cached": event.static_block_cached,
         "cache_note": event.cache_note,
         "timings": event.timings,
-        "created_at": event.created_at.isoformat(),
     }
 
 

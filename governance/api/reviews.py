@@ -13,33 +13,36 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from governance import access
-from governance.api.base import GovernanceAPIView
+from governance.api.base import (
+    CursorField,
+    GovernanceAPIView,
+    KeysetQuery,
+    page_limit,
+    page_response,
+    valid_query,
+)
 from governance.api.errors import Conflict
 from governance.api.schema import Timestamp, error_response
-from governance.api.writes import FindingSerializer, SourceOutSerializer, WriteDetailSerializer, write_detail
+from governance.api.writes import (
+    FindingSerializer,
+    SourceOutSerializer,
+    WriteDetailSerializer,
+    write_detail,
+    write_fields,
+)
 from governance.models import Write
 from governance.selectors import reviews as review_selectors
 from governance.services import reviews as review_service
 
-MAX_LIMIT = 200
 
-
-class QueueQuerySerializer(serializers.Serializer):
+class QueueQuerySerializer(KeysetQuery):
     status = serializers.ChoiceField(choices=review_selectors.QUEUE_STATUSES, required=False)
-    cursor = serializers.CharField(
-        required=False, allow_blank=True, help_text="The `next` value of the previous page."
+    cursor = CursorField(
+        review_selectors.QueueCursor.decode,
+        allow_blank=True,
+        help_text="The `next` value of the previous page.",
     )
-    limit = serializers.IntegerField(
-        min_value=1, max_value=MAX_LIMIT, required=False, default=review_selectors.PAGE_SIZE
-    )
-
-    def validate_cursor(self, value: str) -> review_selectors.QueueCursor | None:
-        if not value:
-            return None
-        try:
-            return review_selectors.QueueCursor.decode(value)
-        except review_selectors.InvalidCursor as exc:
-            raise serializers.ValidationError(str(exc)) from exc
+    limit = page_limit(default=review_selectors.PAGE_SIZE)
 
 
 class DecisionSerializer(serializers.Serializer):
@@ -79,24 +82,7 @@ class ReviewQueuePageSerializer(serializers.Serializer):
 
 
 def review_row(write: Write) -> dict[str, object]:
-    return {
-        "id": write.pk,
-        "status": write.status,
-        "principal": write.principal.external_id if write.principal else None,
-        "kind": write.kind,
-        "key": write.key,
-        "statement": write.statement,
-        "source": {
-            "type": write.source_type,
-            "ref": write.source_ref,
-            "observed_at": write.source_observed_at.isoformat(),
-        },
-        "authority": write.authority,
-        "risk": write.risk,
-        "findings": write.findings,
-        "conflicts_with": write.conflicts_with_id,
-        "created_at": write.created_at.isoformat(),
-    }
+    return {**write_fields(write), "risk": write.risk}
 
 
 class ReviewQueue(GovernanceAPIView):
@@ -108,19 +94,17 @@ class ReviewQueue(GovernanceAPIView):
         summary="Pending and quarantined writes, riskiest first, then oldest",
     )
     def get(self, request: Request) -> Response:
-        query = QueueQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
+        query = valid_query(QueueQuerySerializer, request)
         page = review_selectors.review_queue(
             access.projects_of(request.user),
             status=query.validated_data.get("status"),
-            after=query.validated_data.get("cursor"),
-            limit=query.validated_data["limit"],
+            **query.page(),
         )
-        body = {
-            "results": [review_row(w) for w in page.writes],
-            "next": page.next.encode() if page.next else None,
-        }
-        return Response(ReviewQueuePageSerializer(body).data)
+        return page_response(
+            ReviewQueuePageSerializer,
+            [review_row(w) for w in page.writes],
+            page.next.encode() if page.next else None,
+        )
 
 
 class ReviewDecisionView(GovernanceAPIView):

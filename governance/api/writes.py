@@ -165,13 +165,11 @@ class WriteDetailSerializer(serializers.Serializer):
     created_at = Timestamp()
 
 
-def write_detail(write: Write) -> dict[str, object]:
-    """The body of GET /writes/{id} and of a review decision (WriteDetailSerializer)."""
-    supersedes = list(write.fact.supersedes.values_list("old_fact_id", flat=True)) if write.fact else []
+def write_fields(write: Write) -> dict[str, object]:
+    """What a review queue row and a write's detail both say about a write."""
     return {
         "id": write.pk,
         "status": write.status,
-        "outcome": write.outcome,
         "principal": write.principal.external_id if write.principal else None,
         "kind": write.kind,
         "key": write.key,
@@ -182,12 +180,23 @@ def write_detail(write: Write) -> dict[str, object]:
             "observed_at": write.source_observed_at.isoformat(),
         },
         "authority": write.authority,
+        "findings": write.findings,
+        "conflicts_with": write.conflicts_with_id,
+        "created_at": write.created_at.isoformat(),
+    }
+
+
+def write_detail(write: Write) -> dict[str, object]:
+    """The body of GET /writes/{id} and of a review decision (WriteDetailSerializer)."""
+    supersedes = list(write.fact.supersedes.values_list("old_fact_id", flat=True)) if write.fact else []
+    return {
+        **write_fields(write),
+        "outcome": write.outcome,
         "requested_authority": write.requested_authority,
         "valid_from": write.valid_from.isoformat() if write.valid_from else None,
         "valid_to": write.valid_to.isoformat() if write.valid_to else None,
         "session": write.session.external_id if write.session else None,
         "derived_from_retrieval": write.derived_from_retrieval_id,
-        "findings": write.findings,
         # Every decision in order, an undone one and its undo included (append-only).
         "decisions": [
             {
@@ -200,9 +209,7 @@ def write_detail(write: Write) -> dict[str, object]:
             for decision in sorted(write.decisions.all(), key=lambda d: d.sequence)
         ],
         "fact": {"id": write.fact.pk, "status": write.fact.status} if write.fact else None,
-        "conflicts_with": write.conflicts_with_id,
         "supersedes": supersedes,
-        "created_at": write.created_at.isoformat(),
     }
 
 

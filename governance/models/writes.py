@@ -21,6 +21,10 @@ class WriteStatus(models.TextChoices):
     REJECTED = "rejected"
 
 
+# Waiting for a reviewer: the statuses of the review queue, held by a write and by the fact it would become.
+REVIEWABLE: tuple[str, ...] = ("pending_review", "quarantined")
+
+
 @tracked(erasable=True)
 class Write(models.Model):
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="writes")

@@ -90,26 +90,20 @@ CHECK_NAMES: tuple[str, ...] = (
     "semantic",
     "semantic_unavailable",
 )
-# Findings that mean someone may be injecting or poisoning memory, as opposed
-# to findings about trust level (source_trust, authority_cap, derived, a
-# conflict with a verified fact) that only ask a human to confirm.
-INJECTION_CHECKS: frozenset[str] = frozenset(
+# Findings about trust level (a source's or an author's authority, derivation
+# from a retrieval, a conflict with a verified fact, the semantic check being
+# unavailable) only ask a human to confirm; every other finding means someone
+# may be injecting or poisoning memory.
+TRUST_CHECKS: frozenset[str] = frozenset(
     {
-        "empty_statement",
-        "instruction",
-        "markup",
-        "hidden_text",
-        "encoded_payload",
-        "homoglyph",
-        "exfiltration_link",
-        "reviewer_address",
-        "resubmitted_rejected",
-        "tombstoned",
-        "write_back_amplification",
-        "burst",
-        "semantic",
+        "authority_cap",
+        "source_trust",
+        "derived_from_retrieval",
+        "contradicts_verified",
+        "semantic_unavailable",
     }
 )
+INJECTION_CHECKS: frozenset[str] = frozenset(CHECK_NAMES) - TRUST_CHECKS
 # R4: self-promotion is refused outright rather than left for a reviewer, who
 # could otherwise approve the inflated authority by accident.
 REJECTING_CHECKS: frozenset[str] = frozenset({"authority_cap", "empty_statement"})

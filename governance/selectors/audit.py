@@ -13,7 +13,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.db.models import CharField, Q, QuerySet, Value
@@ -31,6 +31,8 @@ from governance.models import (
     Write,
 )
 from governance.models.retrievals import decode_candidates
+from governance.selectors import cursors
+from governance.selectors.cursors import InvalidCursor
 from governance.selectors.facts import ChainLink, HistoryRow, fact_history, supersession_chain
 
 AUDIT = "audit"
@@ -86,28 +88,16 @@ KNOWN_ACTIONS = (
     # Migration 0010 re-keyed the statement digests and re-linked the chain.
     "audit.rekeyed",
 )
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 Cursor = tuple[datetime, int, int]  # (created_at, source rank, id)
 
 
-class InvalidCursor(ValueError):
-    pass
-
-
-def encode_cursor(created_at: datetime, rank: int, row_id: int) -> str:
-    """``<microseconds since epoch>_<source rank>_<id>``: exact and URL-safe."""
-    return f"{(created_at - _EPOCH) // timedelta(microseconds=1)}_{rank}_{row_id}"
-
-
 def decode_cursor(value: str) -> Cursor:
-    parts = value.split("_")
-    if len(parts) != 3 or not all(p.isdigit() for p in parts) or int(parts[1]) not in SOURCE_RANK.values():
-        raise InvalidCursor("Not a cursor from this history.")
-    try:
-        return _EPOCH + timedelta(microseconds=int(parts[0])), int(parts[1]), int(parts[2])
-    except OverflowError as exc:
-        raise InvalidCursor("Not a cursor from this history.") from exc
+    """A history cursor; InvalidCursor for anything else."""
+    moment, (rank, row_id) = cursors.decode_cursor(value, 2)
+    if rank not in SOURCE_RANK.values():
+        raise InvalidCursor
+    return moment, rank, row_id
 
 
 @dataclass(frozen=True)
@@ -152,26 +142,11 @@ class HistoryItem:
 
     @property
     def cursor(self) -> str:
-        return encode_cursor(self.created_at, SOURCE_RANK[self.source], self.id)
+        return cursors.encode_cursor(self.created_at, SOURCE_RANK[self.source], self.id)
 
     def export_row(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "id": self.id,
-            "project": self.project,
-            "sequence": self.sequence,
-            "created_at": self.created_at.isoformat(),
-            "actor": self.actor,
-            "action": self.action,
-            "object_type": self.object_type,
-            "object_id": self.object_id,
-            "principal": self.principal,
-            "reason": self.reason,
-            "data": self.data,
-            "request_id": self.request_id,
-            "previous_hash": self.previous_hash,
-            "entry_hash": self.entry_hash,
-        }
+        row = {column: getattr(self, column) for column in EXPORT_COLUMNS}
+        return {**row, "created_at": self.created_at.isoformat()}
 
 
 EXPORT_COLUMNS = (

@@ -11,6 +11,7 @@ from django.db.models import Avg, Count, Min, Q, QuerySet
 from django.utils import timezone
 
 from governance.models import Agent, Fact, Project, RetrievalEvent, Write
+from governance.models.writes import REVIEWABLE
 
 METRICS_WINDOW = timedelta(hours=24)
 
@@ -61,7 +62,7 @@ def overview(projects: QuerySet[Project], *, now: datetime | None = None) -> lis
     )
     waiting: dict[int, dict[str, Any]] = {
         row["project"]: dict(row)
-        for row in Write.objects.filter(project__in=ids, status__in=["pending_review", "quarantined"])
+        for row in Write.objects.filter(project__in=ids, status__in=REVIEWABLE)
         .values("project")
         .annotate(
             pending=Count("id", filter=Q(status="pending_review")),

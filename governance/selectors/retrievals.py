@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db.models import CharField, FloatField, Max, Q, QuerySet, Value
@@ -15,6 +15,7 @@ from governance.models.retrievals import decode_candidates
 from governance.rules.policy import BOUNDS as POLICY_BOUNDS
 from governance.rules.policy import PolicySettings
 from governance.rules.retrieval import Candidate, age_in_days, freshness_tier
+from governance.selectors import cursors
 from governance.selectors.facts import active_memories
 
 # How much history of non-active facts an event explains per retrieval: the
@@ -22,8 +23,9 @@ from governance.selectors.facts import active_memories
 INACTIVE_HISTORY_LIMIT = 200
 NEAREST_LIMIT_MIN = 50
 
-CANDIDATE_FIELDS = (
-    "id",
+# What a ranking candidate (rules.retrieval.Candidate) is built from, besides the fact's id:
+# read from the live row here, and from the history snapshot by the policy replay.
+CANDIDATE_COLUMNS = (
     "kind",
     "key",
     "statement",
@@ -37,6 +39,7 @@ CANDIDATE_FIELDS = (
     "valid_to",
     "last_verified_at",
 )
+CANDIDATE_FIELDS = ("id", *CANDIDATE_COLUMNS)
 
 
 def _scope(project: Project, principal: Principal | None) -> Q:
@@ -269,7 +272,6 @@ def last_interaction(principal: Principal | None) -> datetime | None:
 # --- The retrieval log for people (console and governance API) -------------
 
 LOG_ORDER = ("-created_at", "-id")
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 Cursor = tuple[datetime, int]
 
@@ -292,20 +294,10 @@ class LogPage:
     next_cursor: str | None  # None on the last page
 
 
-def encode_cursor(created_at: datetime, event_id: int) -> str:
-    """``<microseconds since epoch>_<id>``: exact (PostgreSQL keeps microseconds) and URL-safe."""
-    return f"{(created_at - _EPOCH) // timedelta(microseconds=1)}_{event_id}"
-
-
 def decode_cursor(value: str) -> Cursor:
-    """The inverse of ``encode_cursor``; ValueError for anything it did not make."""
-    micros, sep, event_id = value.partition("_")
-    if not sep or not micros.isdigit() or not event_id.isdigit():
-        raise ValueError("not a retrieval log cursor")
-    try:
-        return _EPOCH + timedelta(microseconds=int(micros)), int(event_id)
-    except OverflowError as exc:
-        raise ValueError("not a retrieval log cursor") from exc
+    """A retrieval log cursor; InvalidCursor for anything else."""
+    moment, (event_id,) = cursors.decode_cursor(value, 1)
+    return moment, event_id
 
 
 def _partitions(project_ids: list[int], filters: LogFilters) -> tuple[str, list[int]]:
@@ -400,7 +392,7 @@ def retrieval_log(
     )
     events = sorted(rows, key=lambda e: (e.created_at, e.pk), reverse=True)
     last = page[-1]
-    return LogPage(events=events, next_cursor=encode_cursor(*last) if more else None)
+    return LogPage(events=events, next_cursor=cursors.encode_cursor(*last) if more else None)
 
 
 def event_candidates(event: RetrievalEvent) -> list[CandidateRecord]:

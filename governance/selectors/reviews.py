@@ -8,9 +8,6 @@ page in a fixed number of queries, so the page cost does not grow with its size.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -18,17 +15,18 @@ from typing import Any, Literal
 from django.db import connection
 from django.db.models import Count, F, Q, QuerySet, Window
 from django.db.models.functions import RowNumber
-from django.utils.dateparse import parse_datetime
 
 from governance.models import Fact, Project, ReviewDecision, Write
+from governance.models.writes import REVIEWABLE
 from governance.rules import guard
 from governance.rules.diff import SideBySide, word_diff
 from governance.rules.labels import FINDINGS
 from governance.rules.text import similarity
+from governance.selectors import cursors
 from governance.selectors.sessions import SummaryDiff, has_summary_finding, summary_diff
 from governance.services.conflicts import is_conflict_review
 
-QUEUE_STATUSES: tuple[str, ...] = ("pending_review", "quarantined")
+QUEUE_STATUSES = REVIEWABLE
 PAGE_SIZE = 25
 SIMILAR_LIMIT = 3
 # Below this a "similar" fact is noise to a reviewer, whichever way it was measured.
@@ -47,10 +45,6 @@ ACTION_WORDS: dict[str, str] = {
 }
 
 
-class InvalidCursor(ValueError):
-    """The cursor was not made by :meth:`QueueCursor.encode`."""
-
-
 @dataclass(frozen=True)
 class QueueCursor:
     """Keyset position in (risk desc, created_at asc, id asc): stable while the queue changes."""
@@ -64,20 +58,12 @@ class QueueCursor:
         return cls(write.risk, write.created_at, write.pk)
 
     def encode(self) -> str:
-        raw = json.dumps([self.risk, self.created_at.isoformat(), self.id]).encode()
-        return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+        return cursors.encode_cursor(self.created_at, self.risk, self.id)
 
     @classmethod
     def decode(cls, token: str) -> QueueCursor:
-        try:
-            raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-            risk, created_at, write_id = json.loads(raw)
-            moment = parse_datetime(created_at)
-        # RecursionError: a forged token can hold JSON nested thousands deep.
-        except (binascii.Error, ValueError, TypeError, RecursionError) as exc:
-            raise InvalidCursor("The cursor is not valid; start from the first page.") from exc
-        if not isinstance(risk, int) or not isinstance(write_id, int) or moment is None:
-            raise InvalidCursor("The cursor is not valid; start from the first page.")
+        """A queue cursor; InvalidCursor for anything else."""
+        moment, (risk, write_id) = cursors.decode_cursor(token, 2)
         return cls(risk, moment, write_id)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from django.db import connection, models, transaction
 from django.utils import timezone
@@ -47,20 +47,23 @@ def entry_digest(entry: AuditEntry) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+class EntryDetails(TypedDict, total=False):
+    """What an entry says besides its action and object (all optional)."""
+
+    reason: str
+    data: dict[str, Any] | None
+    actor: str | None  # default: the request's actor (governance.context)
+    actor_user: Any
+
+
 def record(
-    project: Project | None,
-    action: str,
-    obj: models.Model | tuple[str, Any],
-    *,
-    reason: str = "",
-    data: dict[str, Any] | None = None,
-    actor: str | None = None,
-    actor_user: Any = None,
+    project: Project | None, action: str, obj: models.Model | tuple[str, Any], **details: Unpack[EntryDetails]
 ) -> AuditEntry:
+    """Append ``next_entry`` to the chain now, with its change-feed row."""
     # The trail is the system's: an entry without a project is appended from a
     # request scoped to some projects too (row-level security, governance.rls).
     with rls.every_project():
-        entry = next_entry(project, action, obj, reason=reason, data=data, actor=actor, actor_user=actor_user)
+        entry = next_entry(project, action, obj, **details)
         entry.save(force_insert=True)
         # The change feed's outbox row commits (or not) with this entry.
         feed.announce_audit_entry(entry, project)

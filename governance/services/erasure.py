@@ -48,6 +48,7 @@ from governance.models import (
     Write,
 )
 from governance.models.jobs import JobStatus
+from governance.models.writes import REVIEWABLE
 from governance.rules import erasure as rules
 from governance.rules.text import statement_fingerprint
 from governance.selectors import erasures as selectors
@@ -410,7 +411,7 @@ def erase_write_batch(job_id: UUID, batch_size: int = BATCH) -> int:
     erase_rows(f"UPDATE governance_writeevent {_WRITE_ERASURE} WHERE pgh_obj_id = ANY(%s)", params)
     decisions = _erase_review_material(ids)
     # Nothing is left to review in a write without text, and approving it would bring back an empty fact.
-    Write.objects.filter(pk__in=ids, status__in=["pending_review", "quarantined"]).update(
+    Write.objects.filter(pk__in=ids, status__in=REVIEWABLE).update(
         status="rejected", decided_at=timezone.now()
     )
     counts = rules.empty_counts()

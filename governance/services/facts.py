@@ -19,6 +19,7 @@ from governance.models import (
     Tombstone,
     Write,
 )
+from governance.models.writes import REVIEWABLE
 from governance.rules import identifiers
 from governance.rules import withdrawal as withdrawal_rules
 from governance.rules.rendering import single_line
@@ -482,9 +483,6 @@ def _mark_kept_evidence(write_ids: list[int], tombstone: Tombstone) -> None:
             continue
         write.findings = [*write.findings, finding]
         write.save(update_fields=["findings"])
-
-
-REVIEWABLE = ("pending_review", "quarantined")
 
 
 def _invalidate_session_blocks(fact_ids: list[int]) -> int:

@@ -58,6 +58,7 @@ from governance.models.jobs import JobStatus
 from governance.rules import replay as rules
 from governance.rules import retrieval
 from governance.rules.policy import PolicySettings
+from governance.selectors.retrievals import CANDIDATE_COLUMNS
 from governance.services import audit
 
 logger = logging.getLogger(__name__)
@@ -82,21 +83,7 @@ _EVENT_FIELDS = (
     "session_id",
     "principal",
 )
-_SNAPSHOT_FIELDS = (
-    "kind",
-    "key",
-    "statement",
-    "status",
-    "principal_id",
-    "source_type",
-    "source_ref",
-    "authority",
-    "confidence",
-    "valid_from",
-    "valid_to",
-    "last_verified_at",
-    "recorded_at",
-)
+_SNAPSHOT_FIELDS = (*CANDIDATE_COLUMNS, "recorded_at")
 
 
 class ReplayError(Exception):

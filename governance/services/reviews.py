@@ -20,6 +20,7 @@ from governance.models import (
     Tombstone,
     Write,
 )
+from governance.models.writes import REVIEWABLE
 from governance.rules import identifiers
 from governance.rules.text import statement_fingerprint
 from governance.rules.tokens import count_tokens
@@ -27,9 +28,7 @@ from governance.selectors.erasures import pseudonym_of
 from governance.services import audit, conflicts, session_blocks
 from governance.services.facts import enqueue_embedding, statement_digest, supersede_fact
 from governance.services.history import without_quotes
-from governance.services.writes import TOMBSTONE_VALUE_MATCHES, fingerprint_key
-
-REVIEWABLE = ("pending_review", "quarantined")
+from governance.services.writes import TOMBSTONE_VALUE_MATCHES, fingerprint_key, lock_active_fact
 
 
 class AlreadyDecided(Exception):
@@ -150,17 +149,8 @@ def _decide(write_id: int, decision: Decision, reason: str, reviewer: Any) -> Wr
         # and nothing active is superseded by it.
         scope_ended = fact.status not in REVIEWABLE and not (conflict_review and fact.status == "active")
         current = (
-            Fact.objects.select_for_update()
-            .filter(
-                project=write.project,
-                principal=write.principal_id,
-                session=fact.session_id,
-                key=fact.key,
-                status="active",
-            )
-            .exclude(pk=fact.pk)
-            .first()
-            if fact.key and not scope_ended and decision.action == "approve"
+            lock_active_fact(write.project_id, write.principal_id, fact.session_id, fact.key, exclude=fact.pk)
+            if not scope_ended and decision.action == "approve"
             else None
         )
         if (

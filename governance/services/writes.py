@@ -20,6 +20,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from governance.models import Agent, Fact, Principal, RetrievalEvent, Session, Tombstone, Write
+from governance.models.writes import REVIEWABLE
 from governance.rules import contradictions, guard, identifiers
 from governance.rules import supersession as supersession_rules
 from governance.rules.provenance import ref_problem
@@ -241,7 +242,7 @@ def _check_review_queue_room(agent: Agent) -> None:
     an exact number.
     """
     limit = settings.MAX_PENDING_WRITES_PER_AGENT
-    waiting = Write.objects.filter(agent=agent, status__in=("pending_review", "quarantined")).count()
+    waiting = Write.objects.filter(agent=agent, status__in=REVIEWABLE).count()
     if waiting >= limit:
         raise ReviewQueueFull(limit)
 
@@ -297,7 +298,12 @@ def _submit(
     derived = _derived_event(agent, request.derived_from_retrieval)
     fingerprint = statement_fingerprint(request.statement, fingerprint_key())
     slot_session = session if request.kind == "slot" else None
-    current = _current_fact_for_key(project.pk, principal, slot_session, request.key)
+    current = lock_active_fact(
+        project.pk,
+        principal.pk if principal else None,
+        slot_session.pk if slot_session else None,
+        request.key,
+    )
 
     context = guard.GuardContext(
         source_caps=supersession_rules.effective_caps(project.source_caps),
@@ -555,17 +561,22 @@ def _derived_max_authority(event: RetrievalEvent) -> int:
     return int(best) if best else 1
 
 
-def _current_fact_for_key(
-    project_id: int, principal: Principal | None, session: Session | None, key: str | None
+def lock_active_fact(
+    project_id: int,
+    principal_id: int | None,
+    session_id: int | None,
+    key: str | None,
+    *,
+    exclude: int | None = None,
 ) -> Fact | None:
+    """The active fact holding ``key`` for this principal and session slot, locked so two
+    conflicting writes (or a write and an approval) cannot both supersede it."""
     if not key:
         return None
-    # Locks the active fact so two conflicting writes cannot both supersede it.
-    return (
-        Fact.objects.select_for_update()
-        .filter(project_id=project_id, principal=principal, session=session, key=key, status="active")
-        .first()
+    facts = Fact.objects.select_for_update().filter(
+        project_id=project_id, principal=principal_id, session=session_id, key=key, status="active"
     )
+    return (facts.exclude(pk=exclude) if exclude is not None else facts).first()
 
 
 def _duplicate_of(

@@ -14,13 +14,10 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django import forms
-from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.middleware import HtmxDetails
 
 from governance import access
 from governance.exports import export_response
@@ -28,14 +25,23 @@ from governance.models import Fact, Job
 from governance.rules.export import FORMATS
 from governance.selectors import audit as selectors
 from governance.services import verification as verification_service
-from governance.views.base import check, console_view, datetime_local_field, get_scoped
+from governance.views.base import (
+    PagedFilterForm,
+    check,
+    console_view,
+    get_scoped,
+    is_htmx,
+    page_or_fragment,
+)
 
 PAGE_SIZE = 50
 # The history page's tabs: decisions and changes apart from retrieval traffic (which outnumbers them).
 SHOW = {"changes": "Decisions and changes", "retrievals": "Retrievals", "all": "Everything"}
 
 
-class HistoryFilterForm(forms.Form):
+class HistoryFilterForm(PagedFilterForm):
+    field_order = ["actor", "action", "since", "until"]
+
     actor = forms.CharField(
         required=False, max_length=200, help_text="user:<name>, agent:<slug> or system:…", label="Actor"
     )
@@ -46,37 +52,19 @@ class HistoryFilterForm(forms.Form):
         widget=forms.TextInput(attrs={"list": "audit-actions"}),
         help_text="An action (fact.withdrawn), a family (fact) or retrieval.",
     )
-    since = datetime_local_field("Since")
-    until = datetime_local_field("Until")
     principal = forms.CharField(required=False, max_length=200, label="Principal (external id)")
     fact = forms.IntegerField(required=False, min_value=1, label="Fact id")
     project = forms.ChoiceField(required=False, label="Project")
     # Which traffic to list: decisions and other changes, retrievals, or both.
     show = forms.ChoiceField(required=False, choices=[(v, v) for v in SHOW], widget=forms.HiddenInput)
-    cursor = forms.CharField(required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args: Any, projects: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # Form.fields is typed as Field in the stubs; this one is a ChoiceField.
         self.fields["project"].choices = [("", "all"), *((slug, slug) for slug in projects)]  # type: ignore[attr-defined]
 
-    def clean_cursor(self) -> selectors.Cursor | None:
-        value = self.cleaned_data.get("cursor")
-        if not value:
-            return None
-        try:
-            return selectors.decode_cursor(value)
-        except selectors.InvalidCursor as exc:
-            raise ValidationError(
-                "This page link is not valid; start again from the newest entries."
-            ) from exc
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean() or {}
-        since, until = data.get("since"), data.get("until")
-        if since and until and since >= until:
-            self.add_error("until", "The period must end after it starts.")
-        return data
+    def decode_cursor(self, value: str) -> selectors.Cursor:
+        return selectors.decode_cursor(value)
 
     def filters(self, *, default_show: str = "all") -> selectors.HistoryFilters:
         data = self.cleaned_data
@@ -92,25 +80,19 @@ class HistoryFilterForm(forms.Form):
         )
 
 
-class HtmxHttpRequest(HttpRequest):
-    """What django-htmx's middleware adds, for the type checker."""
-
-    htmx: HtmxDetails
-
-
 def _with_query(url: str, params: dict[str, Any]) -> str:
     query = urlencode({k: v for k, v in params.items() if v not in (None, "")})
     return f"{url}?{query}" if query else url
 
 
-def _form(request: HtmxHttpRequest) -> HistoryFilterForm:
+def _form(request: HttpRequest) -> HistoryFilterForm:
     slugs = list(access.projects_of(request.user).order_by("slug").values_list("slug", flat=True))
     return HistoryFilterForm(request.GET, projects=slugs)
 
 
 @console_view()
 @require_GET
-def history(request: HtmxHttpRequest) -> HttpResponse:
+def history(request: HttpRequest) -> HttpResponse:
     form = _form(request)
     page = selectors.HistoryPage([], None)
     # The page opens on decisions and changes; retrievals have their own tab. An action or
@@ -143,18 +125,12 @@ def history(request: HtmxHttpRequest) -> HttpResponse:
         "export_csv_url": _with_query(reverse("audit:export"), {**params, "format": "csv"}),
         "export_jsonl_url": _with_query(reverse("audit:export"), {**params, "format": "jsonl"}),
     }
-    template = "governance/audit/history.html"
-    # A history restore wants the whole page; every other htmx request only the results.
-    if request.htmx and not request.htmx.history_restore_request:
-        template += "#history_results"
-    response = render(request, template, context)
-    patch_vary_headers(response, ("HX-Request",))
-    return response
+    return page_or_fragment(request, "governance/audit/history.html", "history_results", context)
 
 
 @console_view()
 @require_GET
-def fact_timeline(request: HtmxHttpRequest, fact_id: int) -> HttpResponse:
+def fact_timeline(request: HttpRequest, fact_id: int) -> HttpResponse:
     fact = get_scoped(
         request, Fact.objects.defer("embedding").select_related("project", "principal"), pk=fact_id
     )
@@ -174,7 +150,7 @@ def fact_timeline(request: HtmxHttpRequest, fact_id: int) -> HttpResponse:
 # console_view's view type names HttpResponse; Django serves a streamed response all the same.
 @console_view()  # type: ignore[arg-type]
 @require_GET
-def export(request: HtmxHttpRequest) -> HttpResponse | StreamingHttpResponse:
+def export(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     fmt = request.GET.get("format", "csv")
     if fmt not in FORMATS:
         return HttpResponseBadRequest(
@@ -191,7 +167,7 @@ def export(request: HtmxHttpRequest) -> HttpResponse | StreamingHttpResponse:
 
 @require_POST
 @console_view(write_roles=access.READ_ROLES)
-def verify(request: HtmxHttpRequest) -> HttpResponse:
+def verify(request: HttpRequest) -> HttpResponse:
     """Queue "verify chain" for one project (any role there may ask; it changes nothing)."""
     slug = request.POST.get("project", "")
     project = access.projects_of(request.user).filter(slug=slug).first()
@@ -205,14 +181,14 @@ def verify(request: HtmxHttpRequest) -> HttpResponse:
         )
     check(request, project)
     job = verification_service.start_verification(project, user=request.user)
-    if not request.htmx:
+    if not is_htmx(request):
         return redirect("audit:verification", verification_id=job.pk)
     return _verification(request, job)
 
 
 @console_view()
 @require_GET
-def verification(request: HtmxHttpRequest, verification_id: str) -> HttpResponse:
+def verification(request: HttpRequest, verification_id: str) -> HttpResponse:
     job = get_scoped(
         request,
         Job.objects.filter(kind=verification_service.JOB_KIND).select_related("project"),
@@ -221,8 +197,5 @@ def verification(request: HtmxHttpRequest, verification_id: str) -> HttpResponse
     return _verification(request, job)
 
 
-def _verification(request: HtmxHttpRequest, job: Job) -> HttpResponse:
-    template = "governance/audit/verification.html"
-    if request.htmx:
-        template += "#verify_result"
-    return render(request, template, {"job": job})
+def _verification(request: HttpRequest, job: Job) -> HttpResponse:
+    return page_or_fragment(request, "governance/audit/verification.html", "verify_result", {"job": job})

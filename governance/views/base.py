@@ -14,17 +14,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from functools import wraps
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from django import forms
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ImproperlyConfigured, PermissionDenied
+from django.core.exceptions import ImproperlyConfigured, PermissionDenied, ValidationError
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
-from django.shortcuts import get_object_or_404
+from django.shortcuts import get_object_or_404, render
+from django.utils.cache import patch_vary_headers
+from django_htmx.middleware import HtmxDetails
 
 from governance import access
 from governance.models import Project
+from governance.selectors.cursors import InvalidCursor
 
 M = TypeVar("M", bound=Model)
 # datetime-local inputs send and expect this shape; the forms also accept full ISO 8601.
@@ -127,3 +130,71 @@ def datetime_local_field(label: str) -> forms.DateTimeField:
         required=False,
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format=LOCAL_DATETIME),
     )
+
+
+class PagedFilterForm(forms.Form):
+    """A keyset-paged listing's filters: a period, and the hidden cursor of the page shown.
+    A subclass adds its fields (placing the period with ``field_order``), names what it
+    lists, and says how its cursor is read back."""
+
+    since = datetime_local_field("Since")
+    until = datetime_local_field("Until")
+    cursor = forms.CharField(required=False, widget=forms.HiddenInput)
+    # For the message on a stale page link: "start again from the newest <listing>".
+    listing = "entries"
+
+    def decode_cursor(self, value: str) -> Any:
+        raise NotImplementedError
+
+    def clean_cursor(self) -> Any:
+        value = self.cleaned_data.get("cursor")
+        if not value:
+            return None
+        try:
+            return self.decode_cursor(value)
+        except InvalidCursor as exc:
+            raise ValidationError(
+                f"This page link is not valid; start again from the newest {self.listing}."
+            ) from exc
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        since, until = data.get("since"), data.get("until")
+        if since and until and since >= until:
+            self.add_error("until", "The period must end after it starts.")
+        return data
+
+
+# --- htmx --------------------------------------------------------------------
+
+
+class HtmxHttpRequest(HttpRequest):
+    """What django-htmx's middleware adds, for the type checker."""
+
+    htmx: HtmxDetails
+
+
+def is_htmx(request: HttpRequest) -> bool:
+    """Whether htmx sent the request (django-htmx's middleware sets ``request.htmx`` on every one)."""
+    return bool(cast(HtmxHttpRequest, request).htmx)
+
+
+def page_or_fragment(
+    request: HttpRequest, template: str, fragment: str, context: dict[str, Any], status: int = 200
+) -> HttpResponse:
+    """The whole page, or for htmx only ``fragment`` of the same template; a history
+    restore wants the whole page. The answer varies on HX-Request so no cache mixes them."""
+    htmx = cast(HtmxHttpRequest, request).htmx
+    if htmx and not htmx.history_restore_request:
+        template += f"#{fragment}"
+    response = render(request, template, context, status=status)
+    patch_vary_headers(response, ("HX-Request",))
+    return response
+
+
+def reload_page() -> HttpResponse:
+    """The answer to a progress poll whose work is over: no content, and htmx reloads
+    the whole page (the finished result replaces the progress box)."""
+    response = HttpResponse(status=204)
+    response["HX-Refresh"] = "true"
+    return response

@@ -23,11 +23,10 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404
 from django.urls import reverse
-from django.utils.cache import add_never_cache_headers, patch_vary_headers
+from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_POST
-from django_htmx.middleware import HtmxDetails
 
 from governance import access
 from governance.models import Agent, AgentKey, Membership, PersonalAccessToken, Project
@@ -38,7 +37,15 @@ from governance.selectors import credentials as credential_selectors
 from governance.services import agents as agent_service
 from governance.services import credentials, memberships
 from governance.services.writes import claimable_sources
-from governance.views.base import check, checked, console_view, get_checked, get_scoped, scoped
+from governance.views.base import (
+    check,
+    checked,
+    console_view,
+    get_checked,
+    get_scoped,
+    page_or_fragment,
+    scoped,
+)
 
 KEY_ROLES = access.ADMIN_ROLES
 MEMBER_ROLES = access.ADMIN_ROLES
@@ -46,12 +53,6 @@ MEMBER_ROLES = access.ADMIN_ROLES
 TOKEN_CREATE_ROLES = frozenset({Role.REVIEWER, Role.POLICY_EDITOR, Role.ADMIN})
 # Revoking is checked against the token's owner (access.require_token_revoker).
 TOKEN_REVOKE_ROLES = access.READ_ROLES
-
-
-class HtmxHttpRequest(HttpRequest):
-    """What django-htmx's middleware adds, for the type checker."""
-
-    htmx: HtmxDetails
 
 
 class AgentChoiceField(forms.ModelChoiceField):
@@ -116,7 +117,7 @@ class RevokeForm(forms.Form):
     reason = forms.CharField(max_length=2000, strip=True)
 
 
-def _agents(request: HtmxHttpRequest, roles: frozenset[str] = access.READ_ROLES) -> Any:
+def _agents(request: HttpRequest, roles: frozenset[str] = access.READ_ROLES) -> Any:
     # Retired agents and archived projects cannot authenticate, so no new keys for them.
     return (
         Agent.objects.select_related("project")
@@ -127,7 +128,7 @@ def _agents(request: HtmxHttpRequest, roles: frozenset[str] = access.READ_ROLES)
 
 
 def _page(
-    request: HtmxHttpRequest,
+    request: HttpRequest,
     *,
     key_form: AgentKeyForm | None = None,
     token_form: TokenForm | None = None,
@@ -167,11 +168,9 @@ def _page(
         "role_choices": Role.choices,
         "new_secret": new_secret,
     }
-    template = "governance/credentials/list.html"
-    if request.htmx and not request.htmx.history_restore_request:
-        template += "#keys_panel"
-    response = render(request, template, context, status=status)
-    patch_vary_headers(response, ("HX-Request",))
+    response = page_or_fragment(
+        request, "governance/credentials/list.html", "keys_panel", context, status=status
+    )
     if new_secret:
         # The secret must not survive in any cache or in the browser's history.
         add_never_cache_headers(response)
@@ -180,13 +179,13 @@ def _page(
 
 
 @console_view()
-def key_list(request: HtmxHttpRequest) -> HttpResponse:
+def key_list(request: HttpRequest) -> HttpResponse:
     return _page(request)
 
 
 @console_view(write_roles=KEY_ROLES)
 @require_POST
-def key_create(request: HtmxHttpRequest) -> HttpResponse:
+def key_create(request: HttpRequest) -> HttpResponse:
     # An agent outside the user's projects (or no such agent) is a 404 either way,
     # so the answer does not reveal which ids exist elsewhere (R1); a role in the
     # agent's project other than admin is a 403.
@@ -219,7 +218,7 @@ def key_create(request: HtmxHttpRequest) -> HttpResponse:
 
 @console_view(write_roles=KEY_ROLES)
 @require_POST
-def key_revoke(request: HtmxHttpRequest, key_id: int) -> HttpResponse:
+def key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
     key = get_checked(request, AgentKey.objects.select_related("agent__project"), "agent__project", pk=key_id)
     form = RevokeForm(request.POST)
     if not form.is_valid():
@@ -234,7 +233,7 @@ def key_revoke(request: HtmxHttpRequest, key_id: int) -> HttpResponse:
 
 @console_view(write_roles=TOKEN_CREATE_ROLES)
 @require_POST
-def token_create(request: HtmxHttpRequest) -> HttpResponse:
+def token_create(request: HttpRequest) -> HttpResponse:
     # A token is the user's own and carries only the roles they hold, project by project.
     if not access.can_anywhere(request.user, TOKEN_CREATE_ROLES):
         access.log_denied(request.user, "create token", "")
@@ -261,7 +260,7 @@ def token_create(request: HtmxHttpRequest) -> HttpResponse:
 
 @console_view(write_roles=TOKEN_REVOKE_ROLES)
 @require_POST
-def token_revoke(request: HtmxHttpRequest, token_id: int) -> HttpResponse:
+def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
     token = get_object_or_404(PersonalAccessToken.objects.select_related("user"), pk=token_id)
     access.require_token_revoker(request.user, token)
     checked(request)
@@ -285,7 +284,7 @@ def _membership(request: HttpRequest, membership_id: int) -> Membership:
 
 @console_view(write_roles=MEMBER_ROLES)
 @require_POST
-def member_grant(request: HtmxHttpRequest, project: str) -> HttpResponse:
+def member_grant(request: HttpRequest, project: str) -> HttpResponse:
     obj = get_scoped(request, Project.objects.all(), "pk", slug=project)
     check(request, obj)
     form = GrantForm(request.POST, prefix=f"grant-{obj.pk}")
@@ -309,7 +308,7 @@ def member_grant(request: HtmxHttpRequest, project: str) -> HttpResponse:
 
 @console_view(write_roles=MEMBER_ROLES)
 @require_POST
-def member_role(request: HtmxHttpRequest, membership_id: int) -> HttpResponse:
+def member_role(request: HttpRequest, membership_id: int) -> HttpResponse:
     membership = _membership(request, membership_id)
     form = RoleForm(request.POST)
     who, where = membership.user.get_username(), membership.project.slug
@@ -331,7 +330,7 @@ def member_role(request: HtmxHttpRequest, membership_id: int) -> HttpResponse:
 
 @console_view(write_roles=MEMBER_ROLES)
 @require_POST
-def member_remove(request: HtmxHttpRequest, membership_id: int) -> HttpResponse:
+def member_remove(request: HttpRequest, membership_id: int) -> HttpResponse:
     membership = _membership(request, membership_id)
     form = RemoveForm(request.POST)
     form.is_valid()
@@ -347,7 +346,7 @@ def member_remove(request: HtmxHttpRequest, membership_id: int) -> HttpResponse:
 
 @console_view(write_roles=access.ADMIN_ROLES)
 @require_POST
-def agent_sources(request: HtmxHttpRequest, agent_id: int) -> HttpResponse:
+def agent_sources(request: HttpRequest, agent_id: int) -> HttpResponse:
     """Which source types an agent's keys may claim, and whether it syncs configuration (admins)."""
     agent = get_object_or_404(
         scoped(request, Agent.objects.select_related("project"), "project"), pk=agent_id

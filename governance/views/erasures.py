@@ -25,7 +25,7 @@ from governance.models import Job, Principal
 from governance.rules import erasure as rules
 from governance.selectors import erasures as selectors
 from governance.services import erasure as erasure_service
-from governance.views.base import check, console_view
+from governance.views.base import check, console_view, is_htmx, reload_page
 
 CONFIRM_TEMPLATE = "governance/erasures/confirm.html"
 JOB_TEMPLATE = "governance/erasures/job.html"
@@ -133,12 +133,10 @@ def _readable(moment: str | None) -> str:
 def job(request: HttpRequest, erasure_id: UUID) -> HttpResponse:
     """One erasure: live progress while it runs, the receipt once done (same URL)."""
     obj = _job(request, erasure_id)
-    if getattr(request, "htmx", False):
+    if is_htmx(request):
         if obj.is_finished:
             # The poll ends by loading the whole receipt in place of the progress bar.
-            response = HttpResponse(status=204)
-            response["HX-Refresh"] = "true"
-            return response
+            return reload_page()
         return HttpResponse(render_to_string(f"{JOB_TEMPLATE}#progress", _job_context(obj), request=request))
     return render(request, JOB_TEMPLATE, _job_context(obj))
 

@@ -20,7 +20,7 @@ from governance.rules import evaluations as rules
 from governance.selectors import evaluations as selectors
 from governance.selectors.attribution import why_missing
 from governance.services import evaluations as service
-from governance.views.base import check, checked, console_view
+from governance.views.base import check, checked, console_view, is_htmx, reload_page
 
 RUNS_TEMPLATE = "governance/evaluations/runs.html"
 RUN_TEMPLATE = "governance/evaluations/run.html"
@@ -72,12 +72,10 @@ def run(request: HttpRequest, run_id: int) -> HttpResponse:
         if evaluation.progress_total
         else 0,
     }
-    if getattr(request, "htmx", False):
+    if is_htmx(request):
         if evaluation.is_finished:
             # The results replace the whole page, not the progress box.
-            response = HttpResponse(status=204)
-            response["HX-Refresh"] = "true"
-            return response
+            return reload_page()
         return render(request, f"{RUN_TEMPLATE}#progress", context)
     return render(request, RUN_TEMPLATE, context)
 

@@ -17,7 +17,7 @@ from governance.models import Fact
 from governance.models.facts import FactKind, FactStatus, SourceType
 from governance.selectors import facts as fact_selectors
 from governance.services import facts as fact_service
-from governance.views.base import console_view, get_checked
+from governance.views.base import console_view, get_checked, is_htmx
 from governance.views.lists import PAGE_SIZE, ListForm, choices, pager, render_list
 
 TEMPLATE = "governance/facts/detail.html"
@@ -85,10 +85,6 @@ def index(request: HttpRequest) -> HttpResponse:
     return render_list(request, "governance/facts/index.html", context)
 
 
-def _is_htmx(request: HttpRequest) -> bool:
-    return bool(getattr(request, "htmx", False))
-
-
 def _facts(request: HttpRequest, fact_id: int) -> Fact:
     # The fact's project first: another project's fact id answers 404, not 403 (R1);
     # then the role there: reading needs any role, acting needs the reviewer's.
@@ -123,7 +119,7 @@ def _render(
         "error": error,
     }
     # htmx swaps only the panel that holds the page's state; the page around it is unchanged.
-    template = f"{TEMPLATE}#fact" if _is_htmx(request) else TEMPLATE
+    template = f"{TEMPLATE}#fact" if is_htmx(request) else TEMPLATE
     return render(request, template, context, status=status)
 
 
@@ -160,7 +156,7 @@ def _act(request: HttpRequest, fact_id: int, name: str) -> HttpResponse:
             # The fact moved on (someone withdrew or replaced it): say so above the actions.
             return _render(request, fact, error=str(exc), status=409)
         else:
-            if _is_htmx(request):
+            if is_htmx(request):
                 return _render(request, _facts(request, fact_id), notice=done)
             messages.success(request, done)
             # Post/redirect/get, so a reload does not repeat the action; pages

@@ -38,7 +38,7 @@ from governance.selectors import policies as selectors
 from governance.services import policies as policy_service
 from governance.services import relevance
 from governance.services import replay as replay_service
-from governance.views.base import check, console_view, scoped
+from governance.views.base import check, console_view, is_htmx, reload_page, scoped
 from governance.views.charts import grouped_bars, stacked_bars
 
 AGENT_TEMPLATE = "governance/policies/agent.html"
@@ -226,10 +226,6 @@ def change_rows(changes: list[FieldChange]) -> list[dict[str, str]]:
 
 def _can_edit(request: HttpRequest, project: Project | int) -> bool:
     return access.has_role(request.user, project, access.POLICY_EDIT_ROLES)
-
-
-def _is_htmx(request: HttpRequest) -> bool:
-    return bool(getattr(request, "htmx", False))
 
 
 def _agent(request: HttpRequest, project: str, agent: str) -> Agent:
@@ -503,7 +499,7 @@ def save_draft(request: HttpRequest, project: str, agent: str) -> HttpResponse:
                 for error in errors:
                     form.add_error(name if name in form.fields else None, error)
         else:
-            if _is_htmx(request):
+            if is_htmx(request):
                 obj.refresh_from_db()
                 return _partial(request, AGENT_TEMPLATE, "workspace", _workspace(request, obj, saved=True))
             messages.success(
@@ -511,7 +507,7 @@ def save_draft(request: HttpRequest, project: str, agent: str) -> HttpResponse:
             )
             return HttpResponseRedirect(_agent_url(obj))
     # Nothing was saved: the form comes back with the person's values and the reasons.
-    if _is_htmx(request):
+    if is_htmx(request):
         return _partial(request, AGENT_TEMPLATE, "workspace", _workspace(request, obj, form=form), status=400)
     return _agent_page(request, obj, status=400, form=form)
 
@@ -589,12 +585,10 @@ def replay(request: HttpRequest, project: str, agent: str, job_id: UUID) -> Http
     """One replay: its live progress while it runs, its result once done (same URL)."""
     obj = _agent(request, project, agent)
     job = _job(request, obj, job_id)
-    if _is_htmx(request):
+    if is_htmx(request):
         if job.is_finished:
             # The poll ends by loading the full result page in place of the progress bar.
-            response = HttpResponse(status=204)
-            response["HX-Refresh"] = "true"
-            return response
+            return reload_page()
         return _partial(request, REPLAY_TEMPLATE, "progress", _replay_context(request, obj, job))
     return render(request, REPLAY_TEMPLATE, _replay_context(request, obj, job))
 
@@ -605,12 +599,10 @@ def cancel_replay(request: HttpRequest, project: str, agent: str, job_id: UUID) 
     obj = _agent(request, project, agent)
     job = replay_service.request_cancel(_job(request, obj, job_id), user=request.user)
     url = reverse("policies:replay", args=[obj.project.slug, obj.slug, job.pk])
-    if _is_htmx(request):
+    if is_htmx(request):
         job = _job(request, obj, job_id)
         if job.is_finished:
-            response = HttpResponse(status=204)
-            response["HX-Refresh"] = "true"
-            return response
+            return reload_page()
         return _partial(request, REPLAY_TEMPLATE, "progress", _replay_context(request, obj, job))
     messages.info(request, "Cancel requested: the replay stops at its next progress update.")
     return HttpResponseRedirect(url)

@@ -12,13 +12,10 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django import forms
-from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.cache import patch_vary_headers
-from django_htmx.middleware import HtmxDetails
 
 from governance import access
 from governance.models import Agent, Principal, Project, RetrievalEvent
@@ -26,18 +23,18 @@ from governance.rules.labels import label_for
 from governance.rules.retrieval import MODES, REASONS
 from governance.selectors import retrievals as selectors
 from governance.selectors.sessions import principal_sessions
-from governance.views.base import console_view, datetime_local_field, get_scoped
+from governance.views.base import PagedFilterForm, console_view, get_scoped, page_or_fragment
 
 PAGE_SIZE = 50
 _ANY = ("", "any")
 
 
-class LogFilterForm(forms.Form):
+class LogFilterForm(PagedFilterForm):
+    field_order = ["agent", "principal", "session", "since", "until"]
+
     agent = forms.ChoiceField(required=False)
     principal = forms.CharField(required=False, max_length=200, label="Person (their id)")
     session = forms.CharField(required=False, max_length=200, label="Session (external id)")
-    since = datetime_local_field("Since")
-    until = datetime_local_field("Until")
     mode = forms.ChoiceField(required=False, choices=[_ANY, *((m, label_for("mode", m).text) for m in MODES)])
     reason = forms.ChoiceField(
         required=False,
@@ -45,28 +42,15 @@ class LogFilterForm(forms.Form):
         label="Excluded for",
     )
     over_budget = forms.BooleanField(required=False, label="Over budget")
-    cursor = forms.CharField(required=False, widget=forms.HiddenInput)
+    listing = "events"
 
     def __init__(self, *args: Any, agents: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # Form.fields is typed as Field in the stubs; this one is a ChoiceField.
         self.fields["agent"].choices = [_ANY, *((slug, slug) for slug in agents)]  # type: ignore[attr-defined]
 
-    def clean_cursor(self) -> selectors.Cursor | None:
-        value = self.cleaned_data.get("cursor")
-        if not value:
-            return None
-        try:
-            return selectors.decode_cursor(value)
-        except ValueError as exc:
-            raise ValidationError("This page link is not valid; start again from the newest events.") from exc
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean() or {}
-        since, until = data.get("since"), data.get("until")
-        if since and until and since >= until:
-            self.add_error("until", "The period must end after it starts.")
-        return data
+    def decode_cursor(self, value: str) -> selectors.Cursor:
+        return selectors.decode_cursor(value)
 
     def filters(self) -> selectors.LogFilters:
         data = self.cleaned_data
@@ -82,19 +66,13 @@ class LogFilterForm(forms.Form):
         )
 
 
-class HtmxHttpRequest(HttpRequest):
-    """What django-htmx's middleware adds, for the type checker."""
-
-    htmx: HtmxDetails
-
-
 def _with_query(url: str, params: dict[str, Any]) -> str:
     query = urlencode({k: v for k, v in params.items() if v not in (None, "", False)})
     return f"{url}?{query}" if query else url
 
 
 @console_view()
-def log(request: HtmxHttpRequest) -> HttpResponse:
+def log(request: HttpRequest) -> HttpResponse:
     projects = access.projects_of(request.user)
     agents = list(
         Agent.objects.filter(project__in=projects).order_by("slug").values_list("slug", flat=True).distinct()
@@ -116,13 +94,7 @@ def log(request: HtmxHttpRequest) -> HttpResponse:
         "older_url": _with_query(base, {**params, "cursor": page.next_cursor}) if page.next_cursor else None,
         "newest_url": _with_query(base, params) if request.GET.get("cursor") else None,
     }
-    template = "governance/retrievals/log.html"
-    # A history restore wants the whole page; every other htmx request only the results.
-    if request.htmx and not request.htmx.history_restore_request:
-        template += "#log_results"
-    response = render(request, template, context)
-    patch_vary_headers(response, ("HX-Request",))
-    return response
+    return page_or_fragment(request, "governance/retrievals/log.html", "log_results", context)
 
 
 @console_view()

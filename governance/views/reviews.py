@@ -27,9 +27,10 @@ from governance.models import Project, Write
 from governance.rules import labels
 from governance.selectors import queue_health as queue_health_selectors
 from governance.selectors import reviews as review_selectors
+from governance.selectors.cursors import InvalidCursor
 from governance.services import reviews as review_service
 from governance.views import charts
-from governance.views.base import check, console_view, get_checked, scoped_with_role
+from governance.views.base import check, console_view, get_checked, is_htmx, scoped_with_role
 
 TEMPLATE = "governance/reviews/queue.html"
 REASON_REQUIRED = "Give a reason for this decision: it goes into the audit trail."
@@ -130,10 +131,6 @@ def _filter_query(filters: review_selectors.QueueFilters) -> str:
     return urlencode({name: value for name, value in vars(filters).items() if value})
 
 
-def _is_htmx(request: HttpRequest) -> bool:
-    return bool(getattr(request, "htmx", False))
-
-
 def _status(request: HttpRequest) -> str:
     value = request.GET.get("status", "")
     return value if value in review_selectors.QUEUE_STATUSES else ""
@@ -167,7 +164,7 @@ def _queue_context(
     if cursor:
         try:
             after = review_selectors.QueueCursor.decode(cursor)
-        except review_selectors.InvalidCursor:
+        except InvalidCursor:
             # A stale or hand-edited link: show the first page rather than an error.
             cursor = ""
     filter_form = _filter_form(request)
@@ -217,7 +214,7 @@ def _fragments(
 @console_view()
 def queue(request: HttpRequest) -> HttpResponse:
     context = _queue_context(request, status=_status(request))
-    if _is_htmx(request):
+    if is_htmx(request):
         return _fragments(request, [("queue", context), ("counts", {**context, "oob": True})])
     context["findings_chart"] = _findings_chart(access.projects_of(request.user))
     return render(request, TEMPLATE, context)
@@ -261,7 +258,7 @@ def decide(request: HttpRequest, write_id: int) -> HttpResponse:
 
 def _decided(request: HttpRequest, write_id: int, status: str) -> HttpResponse:
     info = review_selectors.decided_info(write_id)
-    if _is_htmx(request):
+    if is_htmx(request):
         query = request.META.get("QUERY_STRING", "")
         decided = {
             "info": info,
@@ -290,12 +287,12 @@ def undo(request: HttpRequest, write_id: int) -> HttpResponse:
     try:
         review_service.undo(write.pk, reviewer=request.user)
     except review_service.UndoRefused as exc:
-        if _is_htmx(request):
+        if is_htmx(request):
             info = review_selectors.decided_info(write.pk)
             return _fragments(request, [("decided", {"info": info, "undo_error": str(exc)})], status=409)
         messages.error(request, f"Write {write.pk}: {exc}")
         return redirect(_queue_url(status, request))
-    if _is_htmx(request):
+    if is_htmx(request):
         [item] = review_selectors.review_items([review_selectors.queue_write(write.pk)])
         item.can_decide = True  # the view checked the role
         query = request.META.get("QUERY_STRING", "")
@@ -313,7 +310,7 @@ def undo(request: HttpRequest, write_id: int) -> HttpResponse:
 
 def _already_decided(request: HttpRequest, write_id: int, status: str) -> HttpResponse:
     info = review_selectors.decided_info(write_id)
-    if _is_htmx(request):
+    if is_htmx(request):
         parts: list[tuple[str, dict[str, Any]]] = [
             ("already", {"info": info}),
             ("counts", {"counts": _counts(request), "oob": True}),
@@ -326,7 +323,7 @@ def _already_decided(request: HttpRequest, write_id: int, status: str) -> HttpRe
 def _invalid(
     request: HttpRequest, write: Write, form: DecisionForm, status: str, *, code: int = 400
 ) -> HttpResponse:
-    if _is_htmx(request):
+    if is_htmx(request):
         [item] = review_selectors.review_items([review_selectors.queue_write(write.pk)])
         item.form = form
         item.can_decide = True  # the view checked the role before validating the form
@@ -354,7 +351,7 @@ def bulk(request: HttpRequest) -> HttpResponse:
     form = BulkDecisionForm(request.POST, writes=reviewable)
     if not form.is_valid():
         context = _queue_context(request, status=status, bulk_form=form)
-        if _is_htmx(request):
+        if is_htmx(request):
             return _fragments(request, [("queue", context)], status=400)
         return render(request, TEMPLATE, context, status=400)
     action, reason = form.cleaned_data["action"], form.cleaned_data["reason"]
@@ -376,7 +373,7 @@ def bulk(request: HttpRequest) -> HttpResponse:
     if decided:
         listed = ", ".join(str(pk) for pk in decided)
         notices.insert(0, f"{len(decided)} write{'s' if len(decided) != 1 else ''} {verb}: {listed}.")
-    if _is_htmx(request):
+    if is_htmx(request):
         context = _queue_context(request, status=status, notices=notices)
         return _fragments(request, [("queue", context), ("counts", {**context, "oob": True})])
     for notice in notices:

@@ -13,7 +13,7 @@ class Migration(migrations.Migration):
     the owner role that runs migrations may create it without being a superuser."""
 
     dependencies = [
-        ("governance", "0028_change_feed"),
+        ("governance", "0029_c_drop_retrieval_candidate"),
     ]
 
     operations = [

@@ -9,7 +9,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("governance", "0028_change_feed"),
+        ("governance", "0031_search_indexes"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -155,12 +155,8 @@ def run_replay(job_id: str) -> bool:
 
 @shared_task(
     name="governance.tasks.verify_audit_chain",
-    soft_time_limit=REPLAY_TIME_LIMITS[0],
-    time_limit=REPLAY_TIME_LIMITS[1],
-    autoretry_for=(OperationalError, InterfaceError),
-    retry_backoff=2,
-    retry_backoff_max=60,
-    retry_jitter=True,
+    **REPLAY_TIME_LIMITS,
+    **retry_on_lost_database(),
     max_retries=3,
 )
 def verify_audit_chain(job_id: str) -> bool:

@@ -44,7 +44,7 @@ def test_a_switch_of_language_injects_only_the_new_one(support_bot: AgentPersona
 
 
 def test_a_newer_postgresql_version_replaces_the_older(config_bot: AgentPersona) -> None:
-    project = {"principal": None, "kind": "project_fact", "source": "config"}
+    project: dict[str, Any] = {"principal": None, "kind": "project_fact", "source": "config"}
     old = config_bot.write("We run PostgreSQL 15.", ref="infra.yml@v1", age=timedelta(days=2), **project)
     config_bot.write("We run PostgreSQL 17.", ref="infra.yml@v2", **project)
 
@@ -115,7 +115,7 @@ def _replay(
     """(older injected, newer injected) after writing the pair through the API."""
     principal = case.get("principal", "alice")
     agent = config_bot if case.get("source") == "config" else support_bot
-    common = {
+    common: dict[str, Any] = {
         "kind": case.get("kind", "profile"),
         "source": case.get("source", "user_statement"),
     }

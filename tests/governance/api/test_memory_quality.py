@@ -34,7 +34,7 @@ def reason_for(data: Any, fact_id: int) -> str | None:
     ],
 )
 def test_an_echo_does_not_make_a_stale_fact_look_fresh(
-    support_bot: AgentPersona, echo: dict[str, str]
+    support_bot: AgentPersona, echo: dict[str, Any]
 ) -> None:
     fact_id = support_bot.write(LEEDS, age=timedelta(days=40))["fact"]["id"]
     before = Fact.objects.get(pk=fact_id)
@@ -74,7 +74,12 @@ def test_independent_evidence_still_refreshes_a_fact(support_bot: AgentPersona) 
 
 
 def test_an_older_observation_never_replaces_a_newer_one(config_bot: AgentPersona) -> None:
-    node = {"principal": None, "kind": "project_fact", "key": "ci_node_version", "source": "config"}
+    node: dict[str, Any] = {
+        "principal": None,
+        "kind": "project_fact",
+        "key": "ci_node_version",
+        "source": "config",
+    }
     newer = config_bot.write("The CI image uses Node 20.", ref="ci.yml@main", age=timedelta(hours=2), **node)
     older = config_bot.write(
         "The CI image uses Node 18.", ref="ci.yml@old-branch", age=timedelta(days=20), **node

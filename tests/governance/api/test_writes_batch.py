@@ -11,7 +11,7 @@ from governance.models import AuditEntry, Fact, Write
 from tests.personas import AgentPersona, write_body
 
 # Every write of these batches comes from one import of the person's preferences.
-IMPORTED = {"kind": "preference", "ref": "import:1"}
+IMPORTED: dict[str, Any] = {"kind": "preference", "ref": "import:1"}
 
 pytestmark = pytest.mark.django_db
 

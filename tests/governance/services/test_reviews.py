@@ -283,7 +283,7 @@ def test_undo_is_refused_once_an_agent_was_given_the_fact(project, reviewer):
             principal="alice", session="s-1", query="", round=1, identity_verified=True
         ),
     )
-    assert event.candidates.filter(fact_id=write.fact_id, decision="selected").exists()
+    assert any(c.fact_id == write.fact_id and c.decision == "selected" for c in event.candidates)
 
     with pytest.raises(reviews.UndoRefused, match="already been given"):
         reviews.undo(write.pk, reviewer=reviewer)

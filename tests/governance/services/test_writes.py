@@ -44,16 +44,18 @@ def test_a_persons_own_statement_becomes_an_active_fact_with_one_audit_entry(sup
     write = submit(support_bot, request("Lives in Leeds", key="home_city"))
 
     assert (write.status, write.outcome) == ("active", "active")
-    assert write.fact is not None and write.fact.status == "active"
-    assert (write.fact.key, write.fact.principal.external_id) == ("home_city", "alice")
+    fact = write.fact
+    assert fact is not None and fact.status == "active" and fact.principal is not None
+    assert (fact.key, fact.principal.external_id) == ("home_city", "alice")
     entries = AuditEntry.objects.filter(action="write.submitted", object_id=str(write.pk))
-    assert [e.data["fact"] for e in entries] == [write.fact.pk]
-    assert write.response["status"] == "active"
+    assert [e.data["fact"] for e in entries] == [fact.pk]
+    assert write.response is not None and write.response["status"] == "active"
 
 
 def test_a_new_value_for_a_key_supersedes_the_active_fact(support_bot):
     old = submit(support_bot, request("Lives in Leeds", key="home_city"))
     new = submit(support_bot, request("Lives in York", key="home_city", source_ref="chat:2"))
+    assert old.fact is not None and new.fact is not None and new.response is not None
 
     assert Fact.objects.get(pk=old.fact.pk).status == "superseded"
     link = Supersession.objects.get(old_fact=old.fact)

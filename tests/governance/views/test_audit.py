@@ -336,11 +336,13 @@ def test_history_opens_on_decisions_and_changes_with_retrievals_in_their_own_tab
     assert f'data-source="retrieval" data-id="{story["retrieval"]}"' in retrievals
     assert 'data-source="audit"' not in retrievals
     # The export link exports what the tab shows.
-    assert "show=retrievals" in re.search(r'href="([^"]+)" download data-export="csv"', retrievals).group(1)
+    export = re.search(r'href="([^"]+)" download data-export="csv"', retrievals)
+    assert export is not None and "show=retrievals" in export.group(1)
 
 
 def test_each_audit_row_shows_its_hash_and_its_predecessors_shortened(audra, project):
     entry = AuditEntry.objects.filter(project=project).order_by("-sequence").first()
+    assert entry is not None
     html = audra.get(reverse("audit:history")).content.decode()
     assert f'title="{entry.entry_hash}" data-hash="{entry.entry_hash}"' in html
     assert f"{entry.entry_hash[:10]}…" in html and f'data-hash="{entry.previous_hash}"' in html

@@ -988,6 +988,14 @@ def conflict_losers(statements: Sequence[Statement], rulings: PairRulings = NO_R
 CONFLICT_MIN_SIMILARITY = 0.65
 # Episodic facts are events: two meetings with two people are both true.
 SIMILARITY_KINDS = frozenset({"profile", "preference", "project_fact", "tool_instruction"})
+# A statement about one occasion ("I visited Paris last week") or a plan ("thinking
+# about moving to Berlin") gives no current value, so it cannot contradict one: the
+# similarity check leaves such pairs alone (the contradiction scenarios' near-misses).
+_OCCASION = re.compile(
+    r"\b(?:visit(?:ed|ing)|went to|been to|travel(?:l)?ed to|trip to|flew to|"
+    r"last (?:week|month|year|night|weekend)|yesterday|this (?:morning|week)|on (?:holiday|vacation))\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -1014,6 +1022,8 @@ def similar_conflict(
     """Whether two similar statements may give one attribute two values (see the note above)."""
     if similarity < threshold:
         return None
+    if any(_OCCASION.search(text) or _FUTURE.search(text) for text in (new_statement, old_statement)):
+        return None  # an occasion or a plan, not a standing value
     new_claims, old_claims = claims_of(new_statement, new_key), claims_of(old_statement, old_key)
     topics = {(c.attribute, c.subject) for c in new_claims}
     if any((c.attribute, c.subject) in topics for c in old_claims):

@@ -18,6 +18,7 @@ from governance.rules.contradictions import (
     contradiction,
     infer_key,
     key_attribute,
+    similar_conflict,
 )
 
 CASES: list[dict[str, Any]] = yaml.safe_load(
@@ -189,3 +190,14 @@ def test_summaries_and_slots_are_not_compared() -> None:
         conflict_losers([st(1, "I live in Leeds.", days=5, kind="summary"), st(2, "I live in York.", days=1)])
         == {}
     )
+
+
+def test_an_occasion_or_a_plan_is_never_a_similar_conflict() -> None:
+    # Near-misses from governance/scenarios/contradiction_near_misses.yaml: similar wording,
+    # a different place, but no current value given, so the standing fact must stay injected.
+    lives = "I live in Leeds."
+    assert similar_conflict("I visited Paris last week.", lives, 0.9) is None
+    assert similar_conflict("I'm thinking about moving to Berlin next year.", lives, 0.9) is None
+    # A standing value that differs is still put before a reviewer.
+    found = similar_conflict("My locker number is 17.", "My locker number is 41.", 0.9)
+    assert found is not None and found.kinds

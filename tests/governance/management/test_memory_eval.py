@@ -112,8 +112,9 @@ def test_the_contradiction_pairs_play_as_scenarios_with_relevance_per_floor() ->
     doc = json.loads(out)
     pairs, near = doc["scenarios"]
     assert pairs["name"] == "contradiction-pairs" and pairs["stale_adoption"] == 0.0
-    # No near-miss suppressed: every statement of every pair is injected. (Two were, when the
-    # similarity check read "I visited Paris last week" as contradicting "I live in Leeds".)
+    # No near-miss suppressed: every statement of every pair is injected. (Two were held once:
+    # the scenario had the agent write "I live in Leeds." for five people within minutes, which
+    # the write guard rightly holds as a burst; each person now has a city of their own.)
     assert near["name"] == "contradiction-near-misses" and near["recall"] == 1.0
     assert doc["relevance"]["recommended_floor"] == 0.35
     floors = {row["threshold"]: row for row in doc["relevance"]["rows"]}

@@ -105,7 +105,7 @@ def flag_possible_conflict(newer: Fact, older: Fact, *, detail: str, found_by: s
     return write
 
 
-def rulings_for(project: Project, principal: Principal | None) -> contradictions.PairRulings:
+def rulings_for(project: Project | int, principal: Principal | int | None) -> contradictions.PairRulings:
     """Pairs a reviewer kept both of, and pairs waiting for one (one query)."""
     rows = (
         Write.objects.filter(

@@ -55,11 +55,11 @@ from django.utils import timezone
 
 from governance.models import Agent, Fact, Job, PolicyDraft, RetrievalEvent
 from governance.models.jobs import JobStatus
+from governance.rules import contradictions, retrieval
 from governance.rules import replay as rules
-from governance.rules import retrieval
 from governance.rules.policy import PolicySettings
 from governance.selectors.retrievals import CANDIDATE_COLUMNS
-from governance.services import audit
+from governance.services import audit, conflicts
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +81,7 @@ _EVENT_FIELDS = (
     "tokens_used",
     "static_block_cached",
     "session_id",
+    "project",
     "principal",
 )
 _SNAPSHOT_FIELDS = (*CANDIDATE_COLUMNS, "recorded_at")
@@ -360,6 +361,9 @@ class _Replayer:
         self.origins = origins
         self.needed = {origin for origin in origins.values() if origin is not None}
         self.static: dict[int, _StaticResult] = {}
+        # Reviewers' rulings on possible conflicts, per (project, principal). As they stand
+        # now, not as they stood at each event: a pair ruled on since then replays ruled.
+        self.rulings: dict[tuple[int, int | None], contradictions.PairRulings] = {}
 
     def run(self, chunk: Sequence[int]) -> Iterator[tuple[rules.EventComparison, dict[str, Any]]]:
         """Replay one chunk of events, oldest first, yielding each comparison as it is made."""
@@ -395,6 +399,10 @@ class _Replayer:
     ) -> tuple[rules.EventComparison, dict[str, Any]]:
         at = event.created_at
         draft = self.draft
+        owner = (event.project_id, event.principal_id)
+        if owner not in self.rulings:
+            self.rulings[owner] = conflicts.rulings_for(event.project_id, event.principal_id)
+        rulings = self.rulings[owner]
         if event.static_block_cached:
             # A reused block's own items are recorded as selected on the round that
             # reused it; the replay takes them from the round that computed it.
@@ -440,6 +448,7 @@ class _Replayer:
                 resume_hint=None,
                 cached_static_block=block,
                 cached_static_facts=static_facts,
+                rulings=rulings,
             )
         else:
             # Nothing was injected, so the resume hint cannot be read back (R9, R10).
@@ -452,6 +461,7 @@ class _Replayer:
                 identity_verified=event.identity_verified,
                 resume_hint=rules.resume_hint_of(event.context) if event.mode == "resume" else None,
                 cached_static_block=None,
+                rulings=rulings,
             )
             if event.pk in self.needed:
                 self.static[event.pk] = _StaticResult(

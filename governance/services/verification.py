@@ -25,11 +25,16 @@ logger = logging.getLogger(__name__)
 
 @transaction.atomic
 def start_verification(project: Project, *, user: Any = None) -> Job:
-    job = Job.objects.create(
-        kind=JOB_KIND, project=project, created_by=user if getattr(user, "pk", None) else None
-    )
+    person = user if getattr(user, "pk", None) else None
+    job = Job.objects.create(kind=JOB_KIND, project=project, created_by=person)
+    # Named explicitly, not left to the request's context: the trail says who asked.
     audit.record(
-        project, "audit.verification_requested", job, reason="Verify the audit chain from the console"
+        project,
+        "audit.verification_requested",
+        job,
+        reason="Verify the audit chain from the console",
+        actor=f"user:{person.get_username()}" if person else None,
+        actor_user=person,
     )
     # After commit: the worker must find the job row when the task arrives.
     transaction.on_commit(partial(_enqueue, job.pk))

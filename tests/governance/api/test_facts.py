@@ -352,7 +352,7 @@ def test_a_reviewer_erases_a_rejected_write_an_agents_withdrawal_kept(client, su
     assert withdraw(support_bot, active["fact"]["id"]).status_code == 409
     client.force_login(reviewer)
     page = client.get(f"/facts/{active['fact']['id']}/").content.decode()
-    assert "data-kept-for-review" in page and f"#{blocked}" in page
+    assert "data-kept-for-review" in page and f"W-{blocked}" in page
 
     erased = client.post(f"/facts/{active['fact']['id']}/withdraw", {"reason": "Erase the evidence too"})
 

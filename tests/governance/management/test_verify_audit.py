@@ -19,7 +19,7 @@ from governance.services.audit import entry_digest, verify_chain
 from tests.governance.database_helpers import tamper
 from tests.governance.review_helpers import propose
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture

@@ -87,6 +87,21 @@ class WriteManyStep:
     ref: str = "docs:bulk-{n}"
     age_days: float = 0.0
 
+    def writes(self) -> tuple[WriteStep, ...]:
+        """The single writes this step stands for, in order (in-process and HTTP runners alike)."""
+        return tuple(
+            WriteStep(
+                statement=self.statement.replace("{n}", str(n)),
+                agent=self.agent,
+                principal=self.principal,
+                kind=self.kind,
+                source=self.source,
+                ref=self.ref.replace("{n}", str(n)),
+                age_days=self.age_days,
+            )
+            for n in range(1, self.count + 1)
+        )
+
 
 @dataclass(frozen=True)
 class PolicyStep:

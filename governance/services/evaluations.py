@@ -207,19 +207,8 @@ def _check(play: _Play, ok: bool, failure: str) -> None:
 
 
 def _write_many(play: _Play, step: rules.WriteManyStep) -> None:
-    for n in range(1, step.count + 1):
-        _write(
-            play,
-            rules.WriteStep(
-                statement=step.statement.replace("{n}", str(n)),
-                agent=step.agent,
-                principal=step.principal,
-                kind=step.kind,
-                source=step.source,
-                ref=step.ref.replace("{n}", str(n)),
-                age_days=step.age_days,
-            ),
-        )
+    for write in step.writes():
+        _write(play, write)
 
 
 def _policy(play: _Play, step: rules.PolicyStep) -> None:

@@ -164,18 +164,8 @@ def _write(play: _Remote, step: rules.WriteStep) -> None:
 
 
 def _write_many(play: _Remote, step: rules.WriteManyStep) -> None:
-    for n in range(1, step.count + 1):
-        _write(
-            play,
-            rules.WriteStep(
-                statement=step.statement.replace("{n}", str(n)),
-                principal=step.principal,
-                kind=step.kind,
-                source=step.source,
-                ref=step.ref.replace("{n}", str(n)),
-                age_days=step.age_days,
-            ),
-        )
+    for write in step.writes():
+        _write(play, write)
 
 
 def _review(play: _Remote, step: rules.ReviewStep) -> None:

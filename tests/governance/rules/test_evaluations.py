@@ -118,3 +118,15 @@ def test_chain_length_counts_copies_of_copies() -> None:
     assert rules.chain_length(parents, 2) == 1
     assert rules.chain_length(parents, 3) == 2
     assert rules.chain_length({1: [2], 2: [1]}, 1) == 2  # a cycle ends, it does not loop
+
+
+def test_a_write_many_step_stands_for_numbered_single_writes() -> None:
+    step = rules.WriteManyStep(count=3, statement="Fact {n} of the pile", ref="docs:pile-{n}", age_days=2.0)
+
+    writes = step.writes()
+
+    assert [w.statement for w in writes] == ["Fact 1 of the pile", "Fact 2 of the pile", "Fact 3 of the pile"]
+    assert [w.ref for w in writes] == ["docs:pile-1", "docs:pile-2", "docs:pile-3"]
+    assert {(w.agent, w.kind, w.source, w.age_days, w.principal) for w in writes} == {
+        (rules.MAIN, "project_fact", "documentation", 2.0, None)
+    }

@@ -39,15 +39,49 @@ class Tick:
 
 
 @dataclass(frozen=True)
-class BarChart:
+class Chart:
+    """What a vertical bar chart's template draws around the bars: the box, where the
+    axes meet, the gridlines and the series' names."""
+
     title: str
     width: int
     height: int
     plot_left: int
     plot_bottom: float
-    groups: tuple[Group, ...]
     ticks: tuple[Tick, ...]
     series: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Scale:
+    """The value axis, from zero at the plot's bottom. It tops out at a multiple of four,
+    so the four gridlines sit on whole numbers."""
+
+    top: int
+    plot_height: int
+    step: int
+
+    @classmethod
+    def fitting(cls, largest: int, *, top: int, plot_height: int) -> Scale:
+        return cls(top=top, plot_height=plot_height, step=math.ceil(max(1, largest) / 4))
+
+    @property
+    def bottom(self) -> int:
+        return self.top + self.plot_height
+
+    def height(self, value: int) -> float:
+        """How tall ``value`` is drawn."""
+        return self.plot_height * value / (self.step * 4)
+
+    def ticks(self) -> tuple[Tick, ...]:
+        return tuple(
+            Tick(value=self.step * i, y=round(self.bottom - self.plot_height * i / 4, 1)) for i in range(5)
+        )
+
+
+@dataclass(frozen=True)
+class BarChart(Chart):
+    groups: tuple[Group, ...]
 
     @property
     def empty(self) -> bool:
@@ -74,11 +108,12 @@ def grouped_bars(
     # The first label reaches left of its group's centre by its slanted width.
     left = max(left, round(longest * math.cos(math.radians(LABEL_ANGLE)) - slot / 2) + 4)
     left = min(left, width // 3)
-    plot_height = height - top - bottom
     names = tuple(series)
-    # The scale tops out at a multiple of four, so the four gridlines sit on whole numbers.
-    step = math.ceil(max([1, *(v for values in series.values() for v in values)]) / 4)
-    peak = step * 4
+    scale = Scale.fitting(
+        max((v for values in series.values() for v in values), default=0),
+        top=top,
+        plot_height=height - top - bottom,
+    )
     slot = (width - left - 8) / max(1, len(categories))
     bar_width = max(2.0, slot * 0.8 / max(1, len(names)))
     groups = []
@@ -87,28 +122,27 @@ def grouped_bars(
         bars = []
         for position, name in enumerate(names):
             value = int(series[name][index])
-            bar_height = plot_height * value / peak
+            bar_height = scale.height(value)
             bars.append(
                 Bar(
                     series=name,
                     x=round(start + position * bar_width, 1),
-                    y=round(top + plot_height - bar_height, 1),
+                    y=round(scale.bottom - bar_height, 1),
                     width=round(bar_width - 1, 1),
                     height=round(bar_height, 1),
                     value=value,
                 )
             )
         groups.append(Group(label=label, label_x=round(left + index * slot + slot / 2, 1), bars=tuple(bars)))
-    ticks = tuple(Tick(value=step * i, y=round(top + plot_height - plot_height * i / 4, 1)) for i in range(5))
     return BarChart(
         title=title,
         width=width,
         height=height,
         plot_left=left,
-        plot_bottom=top + plot_height,
-        groups=tuple(groups),
-        ticks=ticks,
+        plot_bottom=scale.bottom,
+        ticks=scale.ticks(),
         series=names,
+        groups=tuple(groups),
     )
 
 
@@ -132,15 +166,8 @@ class Stack:
 
 
 @dataclass(frozen=True)
-class StackedChart:
-    title: str
-    width: int
-    height: int
-    plot_left: int
-    plot_bottom: float
+class StackedChart(Chart):
     stacks: tuple[Stack, ...]
-    ticks: tuple[Tick, ...]
-    series: tuple[str, ...]
 
     @property
     def empty(self) -> bool:
@@ -158,21 +185,19 @@ def stacked_bars(
     """One bar per category (a day), split by series (finding categories), on a scale from zero.
     Labels are horizontal and short (a date), so none is cut off."""
     left, top, bottom = 44, 12, 28
-    plot_height = height - top - bottom
     names = tuple(series)
     totals = [sum(int(series[name][i]) for name in names) for i in range(len(categories))]
-    step = math.ceil(max([1, *totals]) / 4)
-    peak = step * 4
+    scale = Scale.fitting(max(totals, default=0), top=top, plot_height=height - top - bottom)
     slot = (width - left - 8) / max(1, len(categories))
     stacks = []
     for index, label in enumerate(categories):
-        base: float = top + plot_height
+        base: float = scale.bottom
         segments = []
         for position, name in enumerate(names):
             value = int(series[name][index])
             if not value:
                 continue
-            segment_height = plot_height * value / peak
+            segment_height = scale.height(value)
             base -= segment_height
             segments.append(
                 Segment(
@@ -189,16 +214,15 @@ def stacked_bars(
                 segments=tuple(segments),
             )
         )
-    ticks = tuple(Tick(value=step * i, y=round(top + plot_height - plot_height * i / 4, 1)) for i in range(5))
     return StackedChart(
         title=title,
         width=width,
         height=height,
         plot_left=left,
-        plot_bottom=top + plot_height,
-        stacks=tuple(stacks),
-        ticks=ticks,
+        plot_bottom=scale.bottom,
+        ticks=scale.ticks(),
         series=names,
+        stacks=tuple(stacks),
     )
 
 

@@ -18,7 +18,7 @@ from governance.models.facts import FactKind, FactStatus, SourceType
 from governance.selectors import facts as fact_selectors
 from governance.services import facts as fact_service
 from governance.views.base import console_view, get_checked, is_htmx
-from governance.views.lists import PAGE_SIZE, ListForm, choices, pager, render_list
+from governance.views.lists import PAGE_SIZE, ListForm, choices, render_list
 
 TEMPLATE = "governance/facts/detail.html"
 REASON_REQUIRED = "Give a reason: it goes into the audit trail."
@@ -54,14 +54,13 @@ class FactFilterForm(ListForm):
     source = forms.ChoiceField(
         required=False, choices=choices("source", list(SourceType.values)), label="Source"
     )
+    text_label = "Statement has"
     field_order = ["project", "q", "principal", "status", "kind", "source"]
 
 
 @console_view()
 def index(request: HttpRequest) -> HttpResponse:
-    projects = list(access.projects_of(request.user).order_by("slug"))
-    form = FactFilterForm(request.GET, projects=projects)
-    form.fields["q"].label = "Statement has"
+    form = FactFilterForm.for_request(request)
     page = None
     if form.is_valid():
         data = form.cleaned_data
@@ -73,16 +72,10 @@ def index(request: HttpRequest) -> HttpResponse:
             source_type=data["source"] or None,
             text=form.text(),
         )
-        page = fact_selectors.fact_list(
-            [p.pk for p in projects], filters, cursor=data["cursor"], limit=PAGE_SIZE
-        )
-    context = {
-        "form": form,
-        "facts": page.items if page else [],
-        "several_projects": len(projects) > 1,
-        **pager(request, reverse("facts:index"), page.next_cursor if page else None),
-    }
-    return render_list(request, "governance/facts/index.html", context)
+        page = fact_selectors.fact_list(form.project_ids(), filters, cursor=data["cursor"], limit=PAGE_SIZE)
+    return render_list(
+        request, "governance/facts/index.html", reverse("facts:index"), form, page, rows="facts"
+    )
 
 
 def _facts(request: HttpRequest, fact_id: int) -> Fact:

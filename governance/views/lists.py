@@ -7,16 +7,17 @@ form is a plain GET form, and with htmx a change swaps only the results.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 from urllib.parse import urlencode
 
 from django import forms
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.utils.cache import patch_vary_headers
 
+from governance import access
 from governance.models import Project
 from governance.rules.labels import label_for
+from governance.selectors.pages import Page
+from governance.views.base import page_or_fragment
 
 ANY = ("", "any")
 PAGE_SIZE = 50
@@ -31,6 +32,8 @@ class ListForm(forms.Form):
     project = forms.ChoiceField(required=False)
     q = forms.CharField(required=False, max_length=200, label="Text")
     cursor = forms.IntegerField(required=False, min_value=0, widget=forms.HiddenInput)
+    # What the text filter searches, in the list's words ("Statement has").
+    text_label = "Text"
 
     def __init__(self, *args: Any, projects: list[Project], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -39,6 +42,16 @@ class ListForm(forms.Form):
         field.choices = [ANY, *((p.slug, p.name) for p in projects)]  # type: ignore[attr-defined]
         if len(projects) < 2:
             field.widget = forms.HiddenInput()  # one project: nothing to choose
+        self.fields["q"].label = self.text_label
+
+    @classmethod
+    def for_request(cls, request: HttpRequest) -> Self:
+        """The filters as sent, over every project the user belongs to."""
+        return cls(request.GET, projects=list(access.projects_of(request.user).order_by("slug")))
+
+    def project_ids(self) -> list[int]:
+        """Every project the list may show (the project filter narrows it further)."""
+        return list(self._projects.values())
 
     def project_id(self) -> int | None:
         return self._projects.get(self.cleaned_data.get("project") or "")
@@ -61,11 +74,15 @@ def pager(request: HttpRequest, url: str, next_cursor: int | None) -> dict[str, 
     }
 
 
-def render_list(request: HttpRequest, template: str, context: dict[str, Any]) -> HttpResponse:
-    """The whole page, or only its results for an htmx filter change (not a history restore)."""
-    htmx = getattr(request, "htmx", None)
-    if htmx and not htmx.history_restore_request:
-        template += "#results"
-    response = render(request, template, context)
-    patch_vary_headers(response, ("HX-Request",))
-    return response
+def render_list(
+    request: HttpRequest, template: str, url: str, form: ListForm, page: Page[Any] | None, *, rows: str
+) -> HttpResponse:
+    """The list at ``url`` with its filters and the page's items as ``rows`` (none while the
+    filters are invalid), or only its results for an htmx filter change."""
+    context = {
+        "form": form,
+        rows: page.items if page else [],
+        "several_projects": len(form.project_ids()) > 1,
+        **pager(request, url, page.next_cursor if page else None),
+    }
+    return page_or_fragment(request, template, "results", context)

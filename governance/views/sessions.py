@@ -13,12 +13,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
-from governance import access
 from governance.models import Agent
 from governance.rules.retrieval import MODES
 from governance.selectors import sessions as selectors
 from governance.views.base import console_view, get_scoped
-from governance.views.lists import PAGE_SIZE, ListForm, choices, pager, render_list
+from governance.views.lists import PAGE_SIZE, ListForm, choices, render_list
 
 TEMPLATE = "governance/sessions/detail.html"
 
@@ -34,22 +33,20 @@ class SessionFilterForm(ListForm):
     agent = forms.ChoiceField(required=False)
     principal = forms.CharField(required=False, max_length=200, label="Person (their id)")
     mode = forms.ChoiceField(required=False, choices=choices("mode", list(MODES)))
+    text_label = "Session id contains"
     field_order = ["project", "agent", "principal", "mode", "q"]
 
 
 @console_view()
 def index(request: HttpRequest) -> HttpResponse:
-    projects = list(access.projects_of(request.user).order_by("slug"))
-    project_ids = [p.pk for p in projects]
+    form = SessionFilterForm.for_request(request)
     agents = list(
-        Agent.objects.filter(project_id__in=project_ids)
+        Agent.objects.filter(project_id__in=form.project_ids())
         .order_by("slug")
         .values_list("slug", flat=True)
         .distinct()
     )
-    form = SessionFilterForm(request.GET, projects=projects)
     form.fields["agent"].choices = [("", "any"), *((slug, slug) for slug in agents)]  # type: ignore[attr-defined]
-    form.fields["q"].label = "Session id contains"
     page = None
     if form.is_valid():
         data = form.cleaned_data
@@ -60,11 +57,7 @@ def index(request: HttpRequest) -> HttpResponse:
             mode=data["mode"] or None,
             text=form.text(),
         )
-        page = selectors.session_list(project_ids, filters, cursor=data["cursor"], limit=PAGE_SIZE)
-    context = {
-        "form": form,
-        "sessions": page.items if page else [],
-        "several_projects": len(projects) > 1,
-        **pager(request, reverse("sessions:index"), page.next_cursor if page else None),
-    }
-    return render_list(request, "governance/sessions/index.html", context)
+        page = selectors.session_list(form.project_ids(), filters, cursor=data["cursor"], limit=PAGE_SIZE)
+    return render_list(
+        request, "governance/sessions/index.html", reverse("sessions:index"), form, page, rows="sessions"
+    )

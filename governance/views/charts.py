@@ -39,20 +39,6 @@ class Tick:
 
 
 @dataclass(frozen=True)
-class Chart:
-    """What a vertical bar chart's template draws around the bars: the box, where the
-    axes meet, the gridlines and the series' names."""
-
-    title: str
-    width: int
-    height: int
-    plot_left: int
-    plot_bottom: float
-    ticks: tuple[Tick, ...]
-    series: tuple[str, ...]
-
-
-@dataclass(frozen=True)
 class Scale:
     """The value axis, from zero at the plot's bottom. It tops out at a multiple of four,
     so the four gridlines sit on whole numbers."""
@@ -77,6 +63,27 @@ class Scale:
         return tuple(
             Tick(value=self.step * i, y=round(self.bottom - self.plot_height * i / 4, 1)) for i in range(5)
         )
+
+
+@dataclass(frozen=True)
+class Chart:
+    """What a vertical bar chart's template draws around the bars: the box, the value
+    axis with its gridlines, and the series' names."""
+
+    title: str
+    width: int
+    height: int
+    plot_left: int
+    scale: Scale
+    series: tuple[str, ...]
+
+    @property
+    def plot_bottom(self) -> int:
+        return self.scale.bottom
+
+    @property
+    def ticks(self) -> tuple[Tick, ...]:
+        return self.scale.ticks()
 
 
 @dataclass(frozen=True)
@@ -134,16 +141,7 @@ def grouped_bars(
                 )
             )
         groups.append(Group(label=label, label_x=round(left + index * slot + slot / 2, 1), bars=tuple(bars)))
-    return BarChart(
-        title=title,
-        width=width,
-        height=height,
-        plot_left=left,
-        plot_bottom=scale.bottom,
-        ticks=scale.ticks(),
-        series=names,
-        groups=tuple(groups),
-    )
+    return BarChart(title, width, height, left, scale, names, groups=tuple(groups))
 
 
 @dataclass(frozen=True)
@@ -214,16 +212,7 @@ def stacked_bars(
                 segments=tuple(segments),
             )
         )
-    return StackedChart(
-        title=title,
-        width=width,
-        height=height,
-        plot_left=left,
-        plot_bottom=scale.bottom,
-        ticks=scale.ticks(),
-        series=names,
-        stacks=tuple(stacks),
-    )
+    return StackedChart(title, width, height, left, scale, names, stacks=tuple(stacks))
 
 
 @dataclass(frozen=True)

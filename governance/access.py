@@ -131,6 +131,14 @@ def can_anywhere(user: UserLike, roles: Iterable[str]) -> bool:
     return any(allows(role, wanted) for role in memberships(user).values())
 
 
+def require_anywhere(user: UserLike, roles: Iterable[str], *, action: str) -> None:
+    """403 (logged) unless some project lets the user do this: for an action whose
+    project is not known yet, or that spans projects."""
+    if not can_anywhere(user, roles):
+        log_denied(user, action, "")
+        raise PermissionDenied(DENIED_MESSAGE)
+
+
 def log_denied(user: UserLike, action: str, target: str) -> None:
     """Denied attempts are kept in the log for the auditors."""
     logger.warning("denied user=%s action=%s target=%s", getattr(user, "username", "?"), action, target)

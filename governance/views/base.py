@@ -165,6 +165,12 @@ class PagedFilterForm(forms.Form):
         return data
 
 
+def add_service_error(form: forms.Form, field: str | None, message: str) -> None:
+    """A service's refusal shown under the field it names, or above the form when the
+    form has no such field (or the refusal names none)."""
+    form.add_error(field if field in form.fields else None, message)
+
+
 # --- htmx --------------------------------------------------------------------
 
 

@@ -21,7 +21,6 @@ from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
-from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
@@ -189,9 +188,7 @@ def key_create(request: HttpRequest) -> HttpResponse:
     # An agent outside the user's projects (or no such agent) is a 404 either way,
     # so the answer does not reveal which ids exist elsewhere (R1); a role in the
     # agent's project other than admin is a 403.
-    if not access.can_anywhere(request.user, KEY_ROLES):
-        access.log_denied(request.user, "create agent key", "")
-        raise PermissionDenied(access.DENIED_MESSAGE)
+    access.require_anywhere(request.user, KEY_ROLES, action="create agent key")
     agent_id = request.POST.get("agent", "")
     if not agent_id.isdigit():
         raise Http404("No such agent.")
@@ -235,9 +232,7 @@ def key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
 @require_POST
 def token_create(request: HttpRequest) -> HttpResponse:
     # A token is the user's own and carries only the roles they hold, project by project.
-    if not access.can_anywhere(request.user, TOKEN_CREATE_ROLES):
-        access.log_denied(request.user, "create token", "")
-        raise PermissionDenied(access.DENIED_MESSAGE)
+    access.require_anywhere(request.user, TOKEN_CREATE_ROLES, action="create token")
     checked(request)
     form = TokenForm(request.POST)
     if not form.is_valid():

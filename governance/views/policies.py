@@ -38,7 +38,7 @@ from governance.selectors import policies as selectors
 from governance.services import policies as policy_service
 from governance.services import relevance
 from governance.services import replay as replay_service
-from governance.views.base import check, console_view, is_htmx, reload_page, scoped
+from governance.views.base import add_service_error, check, console_view, is_htmx, reload_page, scoped
 from governance.views.charts import grouped_bars, stacked_bars
 
 AGENT_TEMPLATE = "governance/policies/agent.html"
@@ -447,9 +447,9 @@ def source_caps(request: HttpRequest, project: str) -> HttpResponse:
         except policy_service.InvalidPolicy as exc:
             for name, errors in exc.errors.items():
                 for error in errors:
-                    form.add_error(f"cap_{name}" if f"cap_{name}" in form.fields else None, error)
+                    add_service_error(form, f"cap_{name}", error)
         except policy_service.PolicyError as exc:
-            form.add_error(exc.field if exc.field in form.fields else None, str(exc))
+            add_service_error(form, exc.field, str(exc))
         else:
             if isinstance(result, ChangeApproval):
                 messages.info(request, WAITING_FOR_SECOND)
@@ -497,7 +497,7 @@ def save_draft(request: HttpRequest, project: str, agent: str) -> HttpResponse:
         except policy_service.InvalidPolicy as exc:
             for name, errors in exc.errors.items():
                 for error in errors:
-                    form.add_error(name if name in form.fields else None, error)
+                    add_service_error(form, name, error)
         else:
             if is_htmx(request):
                 obj.refresh_from_db()
@@ -530,7 +530,7 @@ def publish(request: HttpRequest, project: str, agent: str) -> HttpResponse:
         try:
             version = policy_service.publish_draft(obj, form.cleaned_data["reason"], user=request.user)
         except policy_service.PolicyError as exc:
-            form.add_error(exc.field if exc.field in form.fields else None, str(exc))
+            add_service_error(form, exc.field, str(exc))
         else:
             if isinstance(version, ChangeApproval):
                 messages.info(request, WAITING_FOR_SECOND)
@@ -570,7 +570,7 @@ def start_replay(request: HttpRequest, project: str, agent: str) -> HttpResponse
             form.add_error(None, str(exc))
             return _agent_page(request, obj, status=429, replay_form=form)
         except replay_service.ReplayError as exc:
-            form.add_error(exc.field if exc.field in form.fields else None, str(exc))
+            add_service_error(form, exc.field, str(exc))
         else:
             return HttpResponseRedirect(reverse("policies:replay", args=[obj.project.slug, obj.slug, job.pk]))
     return _agent_page(request, obj, status=400, replay_form=form)

@@ -13,7 +13,6 @@ from typing import Any
 from django import forms
 from django.conf import settings
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -30,7 +29,14 @@ from governance.selectors import reviews as review_selectors
 from governance.selectors.cursors import InvalidCursor
 from governance.services import reviews as review_service
 from governance.views import charts
-from governance.views.base import check, console_view, get_checked, is_htmx, scoped_with_role
+from governance.views.base import (
+    add_service_error,
+    check,
+    console_view,
+    get_checked,
+    is_htmx,
+    scoped_with_role,
+)
 
 TEMPLATE = "governance/reviews/queue.html"
 REASON_REQUIRED = "Give a reason for this decision: it goes into the audit trail."
@@ -250,7 +256,7 @@ def decide(request: HttpRequest, write_id: int) -> HttpResponse:
             form.add_error(None, str(exc))
             return _invalid(request, write, form, status, code=409)
         except review_service.InvalidDecision as exc:
-            form.add_error(exc.field if exc.field in form.fields else None, str(exc))
+            add_service_error(form, exc.field, str(exc))
         else:
             return _decided(request, write.pk, status)
     return _invalid(request, write, form, status)
@@ -340,10 +346,8 @@ def _invalid(
 @require_POST
 @console_view(write_roles=access.REVIEW_ROLES)
 def bulk(request: HttpRequest) -> HttpResponse:
-    if not access.can_anywhere(request.user, access.REVIEW_ROLES):
-        # No project lets this user decide anything: say so rather than "select a write".
-        access.log_denied(request.user, "bulk decision", "")
-        raise PermissionDenied(access.DENIED_MESSAGE)
+    # No project lets this user decide anything: say so rather than "select a write".
+    access.require_anywhere(request.user, access.REVIEW_ROLES, action="bulk decision")
     status = _status(request)
     # Only writes of projects where the user may review are valid choices; the
     # ids of any other project are rejected as "not in your queue" (nothing is decided).

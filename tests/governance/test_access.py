@@ -12,6 +12,7 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.admin import site as admin_site
+from django.core.exceptions import PermissionDenied
 from django.core.management import call_command
 from django.test import override_settings
 from django.urls import reverse
@@ -112,6 +113,14 @@ def test_access_helpers_answer_per_project(split, project, other_project, django
         assert access.project_ids_with_role(split, access.REVIEW_ROLES) == [other_project.pk]
     assert list(access.projects_with_role(split, access.REVIEW_ROLES)) == [other_project]
     assert set(access.projects_of(split)) == {project, other_project}
+
+
+def test_an_action_any_project_allows_passes_and_one_none_allows_is_refused_and_logged(split, caplog):
+    access.require_anywhere(split, access.REVIEW_ROLES, action="bulk decision")  # B lets vic review
+    with caplog.at_level("WARNING", logger="governance.access"), pytest.raises(PermissionDenied) as refused:
+        access.require_anywhere(split, access.ADMIN_ROLES, action="create agent key")
+    assert str(refused.value) == "Your role in this project does not allow this."
+    assert "denied user=vic action=create agent key" in caplog.text
 
 
 def test_a_superuser_is_the_platform_operator_not_a_member(client, project, writes):

@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from governance.api.base import AgentAPIView
 from governance.api.errors import Conflict
 from governance.api.schema import Timestamp, error_response
-from governance.models import Fact, Principal
+from governance.models import Agent, Fact, Principal
 from governance.models.credentials import KeyScope
 from governance.rules.retrieval import age_in_days
 from governance.selectors import facts as fact_selectors
@@ -129,6 +129,12 @@ def fact_body(fact: Fact, *, policy_tiers: tuple[int, int] | None = None) -> dic
     return body
 
 
+def visible_fact(agent: Agent, fact_id: int) -> Fact:
+    """The fact as retrieval scopes it (a slot only to the agent of its session); anything
+    else, another project's fact included, is a 404 (R1)."""
+    return get_object_or_404(fact_selectors.visible_to_agent(agent).select_related("principal"), pk=fact_id)
+
+
 class FactDetail(AgentAPIView):
     scopes = {"GET": (KeyScope.READ, "read facts")}
 
@@ -142,10 +148,7 @@ class FactDetail(AgentAPIView):
         summary="One fact with provenance and its supersession chain",
     )
     def get(self, request: Request, fact_id: int) -> Response:
-        # Retrieval's scoping: a slot is visible only to the agent of its session.
-        fact = get_object_or_404(
-            fact_selectors.visible_to_agent(self.agent(request)).select_related("principal"), pk=fact_id
-        )
+        fact = visible_fact(self.agent(request), fact_id)
         body = fact_body(fact)
         chain = fact_selectors.supersession_chain(fact)
         body["supersession_chain"] = [{**asdict(link), "at": link.at.isoformat()} for link in chain]
@@ -207,9 +210,7 @@ class FactWithdraw(AgentAPIView):
     def post(self, request: Request, fact_id: int) -> Response:
         agent = self.agent(request)
         # Scoped before validation: an id this key cannot see is a 404 whatever the body says (R1).
-        fact = get_object_or_404(
-            fact_selectors.visible_to_agent(agent).select_related("principal"), pk=fact_id
-        )
+        fact = visible_fact(agent, fact_id)
         serializer = WithdrawSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
@@ -275,9 +276,7 @@ class FactDispute(AgentAPIView):
     )
     def post(self, request: Request, fact_id: int) -> Response:
         agent = self.agent(request)
-        fact = get_object_or_404(
-            fact_selectors.visible_to_agent(agent).select_related("principal"), pk=fact_id
-        )
+        fact = visible_fact(agent, fact_id)
         serializer = DisputeSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data

@@ -126,6 +126,11 @@ def _agents(request: HttpRequest, roles: frozenset[str] = access.READ_ROLES) -> 
     )
 
 
+def _back_to_list(section: str = "") -> HttpResponseRedirect:
+    """After a change, back to the credentials page (at ``section``), where its message shows."""
+    return HttpResponseRedirect(reverse("credentials:list") + (f"#{section}" if section else ""))
+
+
 def _page(
     request: HttpRequest,
     *,
@@ -225,7 +230,7 @@ def key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
     else:
         credentials.revoke_agent_key(key, reason=form.cleaned_data["reason"])
         messages.success(request, f"Key {key.prefix} of {key.agent} is revoked; its next call gets 401.")
-    return HttpResponseRedirect(reverse("credentials:list"))
+    return _back_to_list()
 
 
 @console_view(write_roles=TOKEN_CREATE_ROLES)
@@ -268,7 +273,7 @@ def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
         credentials.revoke_access_token(token, reason=form.cleaned_data["reason"])
         owner = "" if token.user_id == request.user.pk else f" of {token.user.get_username()}"
         messages.success(request, f"Token {token.prefix}{owner} is revoked; its next call gets 401.")
-    return HttpResponseRedirect(reverse("credentials:list"))
+    return _back_to_list()
 
 
 def _membership(request: HttpRequest, membership_id: int) -> Membership:
@@ -298,7 +303,7 @@ def member_grant(request: HttpRequest, project: str) -> HttpResponse:
         messages.success(request, f"{person.get_username()} is now {label} in {obj.slug}.")
     else:
         messages.info(request, f"{person.get_username()} already was {label} in {obj.slug}.")
-    return HttpResponseRedirect(reverse("credentials:list") + "#members")
+    return _back_to_list("members")
 
 
 @console_view(write_roles=MEMBER_ROLES)
@@ -309,7 +314,7 @@ def member_role(request: HttpRequest, membership_id: int) -> HttpResponse:
     who, where = membership.user.get_username(), membership.project.slug
     if not form.is_valid():
         messages.error(request, f"{who} in {where}: choose one of the roles.")
-        return HttpResponseRedirect(reverse("credentials:list") + "#members")
+        return _back_to_list("members")
     role = form.cleaned_data["role"]
     try:
         change = memberships.grant_role(
@@ -320,7 +325,7 @@ def member_role(request: HttpRequest, membership_id: int) -> HttpResponse:
     else:
         if change.changed:
             messages.success(request, f"{who} is now {Role(role).label.lower()} in {where}.")
-    return HttpResponseRedirect(reverse("credentials:list") + "#members")
+    return _back_to_list("members")
 
 
 @console_view(write_roles=MEMBER_ROLES)
@@ -336,7 +341,7 @@ def member_remove(request: HttpRequest, membership_id: int) -> HttpResponse:
         messages.error(request, str(exc))
     else:
         messages.success(request, f"{who} is no longer a member of {where}.")
-    return HttpResponseRedirect(reverse("credentials:list") + "#members")
+    return _back_to_list("members")
 
 
 @console_view(write_roles=access.ADMIN_ROLES)
@@ -360,4 +365,4 @@ def agent_sources(request: HttpRequest, agent_id: int) -> HttpResponse:
         messages.error(request, str(exc))
     else:
         messages.success(request, f"Saved which sources {agent.slug} may claim.")
-    return HttpResponseRedirect(reverse("credentials:list") + "#agent-sources")
+    return _back_to_list("agent-sources")

@@ -12,6 +12,7 @@ from governance.api.base import (
     CursorField,
     GovernanceAPIView,
     KeysetQuery,
+    keyset_page,
     page_response,
     valid_query,
 )
@@ -72,9 +73,7 @@ class RetrievalSummarySerializer(serializers.Serializer):
     created_at = Timestamp()
 
 
-class RetrievalLogPageSerializer(serializers.Serializer):
-    results = RetrievalSummarySerializer(many=True)
-    next = serializers.CharField(allow_null=True, help_text="Pass as `cursor` for the next page.")
+RetrievalLogPageSerializer = keyset_page("RetrievalLogPage", RetrievalSummarySerializer)
 
 
 def event_summary(event: RetrievalEvent) -> dict[str, object]:

@@ -24,6 +24,7 @@ from governance.api.base import (
     GovernanceAPIView,
     KeysetQuery,
     check_period,
+    keyset_page,
     page_response,
     valid_query,
 )
@@ -93,9 +94,7 @@ class HistoryRowSerializer(serializers.Serializer):
     entry_hash = serializers.CharField(allow_blank=True)
 
 
-class HistoryPageSerializer(serializers.Serializer):
-    results = HistoryRowSerializer(many=True)
-    next = serializers.CharField(allow_null=True, help_text="Pass as `cursor` for the next page.")
+HistoryPageSerializer = keyset_page("HistoryPage", HistoryRowSerializer)
 
 
 class AuditHistory(GovernanceAPIView):

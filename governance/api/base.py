@@ -126,6 +126,16 @@ def valid_query(serializer_class: type[S], request: Request) -> S:
     return query
 
 
+def keyset_page(name: str, rows: type[serializers.Serializer]) -> type[serializers.Serializer]:
+    """A listing's page in the OpenAPI schema (component ``name``): its ``rows``, then the
+    cursor of the next page."""
+    fields = {
+        "results": rows(many=True),
+        "next": serializers.CharField(allow_null=True, help_text="Pass as `cursor` for the next page."),
+    }
+    return type(name, (serializers.Serializer,), fields)
+
+
 def page_response(
     page_serializer: type[serializers.Serializer], results: list[Any], next_cursor: str | None
 ) -> Response:

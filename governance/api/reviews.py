@@ -17,6 +17,7 @@ from governance.api.base import (
     CursorField,
     GovernanceAPIView,
     KeysetQuery,
+    keyset_page,
     page_limit,
     page_response,
     valid_query,
@@ -76,9 +77,7 @@ class ReviewRowSerializer(serializers.Serializer):
     created_at = Timestamp()
 
 
-class ReviewQueuePageSerializer(serializers.Serializer):
-    results = ReviewRowSerializer(many=True)
-    next = serializers.CharField(allow_null=True, help_text="Pass as `cursor` for the next page.")
+ReviewQueuePageSerializer = keyset_page("ReviewQueuePage", ReviewRowSerializer)
 
 
 def review_row(write: Write) -> dict[str, object]:

@@ -51,7 +51,8 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,21 @@ SECRET = "bench-secret-not-for-production-0123456789abcdef"
 
 
 # --- set-up --------------------------------------------------------------------------
+
+
+@contextmanager
+def as_superuser() -> Iterator[None]:
+    """The bench's own embedded server, as its superuser (seeding only; never the checkout's .data)."""
+    from django.db import connection
+
+    connection.close()
+    saved = connection.settings_dict["USER"]
+    connection.settings_dict["USER"] = "postgres"
+    try:
+        yield
+    finally:
+        connection.close()
+        connection.settings_dict["USER"] = saved
 
 
 def _environment(folder: Path) -> None:
@@ -350,29 +366,51 @@ def _seed_events(cursor: Any, agent: Any, events: int) -> None:
         [agent.project_id],
     )
     facts = cursor.fetchone()[0]
+    params = {
+        "project": agent.project_id,
+        "agent": agent.pk,
+        "principals": principals,
+        "facts": facts,
+        "version": agent.active_policy_id,
+        "n": events,
+    }
+    rows = _candidate_rows(cursor)
+    # The same three candidates per event, either as rows (a checkout before
+    # issue 13's second round) or in the event's own row (CandidateRecord's form).
+    inline = "" if rows else """, candidate_data, candidate_fact_ids, selected_fact_ids"""
+    inline_values = (
+        ""
+        if rows
+        else """,
+            jsonb_build_array(
+                jsonb_build_array(c.f0, NULL, 1, 'recent', 3, 0, 14, 0.4, 0.9, 0.6, 0.5),
+                jsonb_build_array(c.f1, NULL, 2, 'recent', 3, 0, 14, 0.4, 0.9, 0.6, 0.5),
+                jsonb_build_array(c.f2, 'stale', NULL, 'recent', 3, 0, 14, 0.4, 0.9, 0.6, 0.5)),
+            ARRAY[c.f0, c.f1, c.f2], ARRAY[c.f0, c.f1]"""
+    )
     cursor.execute(
-        """
+        f"""
         INSERT INTO governance_retrievalevent (
             project_id, agent_id, principal_id, session_id, policy_version_id, round, query, mode,
             identity_verified, context, tokens_used, token_budget, candidate_count, excluded_count,
-            reasons, timings, static_block_cached, cache_note, created_at, context_seal)
+            reasons, timings, static_block_cached, cache_note, created_at, context_seal{inline})
         SELECT %(project)s, %(agent)s,
             (%(principals)s::bigint[])[1 + (i * 7919) %% cardinality(%(principals)s::bigint[])],
             NULL, %(version)s, 1, 'what do you remember', 'resume', true,
             'About the user: event ' || i, 100 + i %% 500, 600, 3, 1,
             CASE WHEN i %% 20 = 0 THEN '["over_budget"]' ELSE '["stale"]' END::jsonb,
-            '{}'::jsonb, false, '', now() - interval '30 days' + (i / 3) * interval '1 second', ''
-        FROM generate_series(1, %(n)s) AS i
+            '{{}}'::jsonb, false, '', now() - interval '30 days' + (i / 3) * interval '1 second', ''
+            {inline_values}
+        FROM generate_series(1::bigint, %(n)s::bigint) AS i,
+        LATERAL (
+            SELECT (%(facts)s::bigint[])[1 + ((i * 31) %% cardinality(%(facts)s::bigint[]))] AS f0,
+                   (%(facts)s::bigint[])[1 + ((i * 31 + 7) %% cardinality(%(facts)s::bigint[]))] AS f1,
+                   (%(facts)s::bigint[])[1 + ((i * 31 + 14) %% cardinality(%(facts)s::bigint[]))] AS f2
+        ) AS c
         """,
-        {
-            "project": agent.project_id,
-            "agent": agent.pk,
-            "principals": principals,
-            "version": agent.active_policy_id,
-            "n": events,
-        },
+        params,
     )
-    if _candidate_rows(cursor):
+    if rows:
         cursor.execute(
             """
             INSERT INTO governance_retrievalcandidate
@@ -387,32 +425,6 @@ def _seed_events(cursor: Any, agent: Any, events: int) -> None:
             """,
             {"facts": facts, "agent": agent.pk},
         )
-    else:
-        # The same three candidates, in the event's own row (CandidateRecord's form).
-        # Seeding skips the append-only trigger as the tables' owner (this is its own
-        # server, autocommit, hence a session setting reset right after).
-        cursor.execute("SET pgtrigger.ignore = '{pgtrigger_retrieval_no_update_9b4ab}'")
-        cursor.execute(
-            """
-            UPDATE governance_retrievalevent e
-               SET candidate_data = c.data, candidate_fact_ids = c.ids, selected_fact_ids = c.ids[1:2]
-              FROM (
-                  SELECT e2.id,
-                         jsonb_agg(jsonb_build_array(f.fact, CASE WHEN k < 2 THEN NULL ELSE 'stale' END,
-                             CASE WHEN k < 2 THEN k + 1 ELSE NULL END, 'recent', 3, 0, 14, 0.4, 0.9, 0.6, 0.5)
-                             ORDER BY k) AS data,
-                         array_agg(f.fact ORDER BY k) AS ids
-                    FROM governance_retrievalevent e2, generate_series(0, 2) AS k,
-                         LATERAL (SELECT (%(facts)s::bigint[])[1 + ((e2.id * 31 + k * 7)
-                             %% cardinality(%(facts)s::bigint[]))] AS fact) AS f
-                   WHERE e2.agent_id = %(agent)s
-                   GROUP BY e2.id
-              ) AS c
-             WHERE e.id = c.id
-            """,
-            {"facts": facts, "agent": agent.pk},
-        )
-        cursor.execute("RESET pgtrigger.ignore")
     print(f"  {events:,} events with 3 candidates each in {time.perf_counter() - started:.0f} s", flush=True)
 
 
@@ -897,7 +909,9 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     print(f"migrated in {time.perf_counter() - began:.0f} s; seeding", flush=True)
     rng = random.Random(13)
-    with actor_scope("bench"):
+    # Seeding copies past the row-history and append-only triggers, which only
+    # the server's superuser may do; everything measured runs as the application role.
+    with as_superuser(), actor_scope("bench"):
         data = seed(facts, events, writes, rng)
     agent = data["agent"]
     buckets = data["buckets"]

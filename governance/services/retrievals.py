@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
@@ -29,6 +29,9 @@ from governance.selectors import retrievals as selectors
 from governance.services import audit, checkpoints, conflicts, session_blocks
 from governance.services.embeddings import embed_query
 from governance.services.sessions import open_session
+
+# How stale a principal's last-seen time may get before a retrieval rewrites it.
+LAST_SEEN_GRANULARITY = timedelta(minutes=1)
 
 
 @dataclass(frozen=True)
@@ -84,9 +87,18 @@ def retrieve(
             "total_ms": round((planned - started) * 1000, 2),
         }
         event = _record(agent, version, principal, session, request, result, timings=timings)
-        if principal is not None:
+        if principal is not None and _stale(principal.last_seen_at, now):
             Principal.objects.filter(pk=principal.pk).update(last_seen_at=now)
     return event, result
+
+
+def _stale(last_seen: datetime | None, now: datetime) -> bool:
+    """Whether the principal's last-seen time is worth a write (R9 reads it in whole days).
+
+    A minute's granularity spares the principal's row an UPDATE on every round
+    of a conversation; a clock that moved back (the scenario harness) is followed.
+    """
+    return last_seen is None or not (now - LAST_SEEN_GRANULARITY < last_seen <= now)
 
 
 def _decide(

@@ -26,6 +26,9 @@ from governance.rules import retrieval as rules
 from governance.rules.tokens import count_tokens
 from governance.selectors import retrievals as selectors
 
+# What decides a block's content, and its unique key (models/sessions.py).
+KEY_FIELDS = ("session", "principal", "identity_verified", "policy_version")
+
 
 @dataclass(frozen=True)
 class Reuse:
@@ -113,21 +116,27 @@ def store(
 ) -> SessionBlock:
     """Cache this round's session-start block under its key, replacing an older one."""
     static = [item for item in plan.selected if not item.per_round]
-    block, _ = SessionBlock.objects.update_or_create(
+    block = SessionBlock(
         session=session,
         principal=principal,
         identity_verified=identity_verified,
         policy_version=version,
-        defaults={
-            "mode": mode,
-            "hint_session_id": hint_session_id,
-            "text": plan.static_block,
-            "tokens": count_tokens(plan.static_block, version.policy.encoding) if plan.static_block else 0,
-            "fact_ids": [item.fact_id for item in static],
-            "items": [
-                {"fact_id": i.fact_id, "tier": i.tier, "age_days": i.age_days, "tokens": i.tokens}
-                for i in static
-            ],
-        },
+        mode=mode,
+        hint_session_id=hint_session_id,
+        text=plan.static_block,
+        tokens=count_tokens(plan.static_block, version.policy.encoding) if plan.static_block else 0,
+        fact_ids=[item.fact_id for item in static],
+        items=[
+            {"fact_id": i.fact_id, "tier": i.tier, "age_days": i.age_days, "tokens": i.tokens} for i in static
+        ],
+    )
+    # One INSERT .. ON CONFLICT DO UPDATE on the block's key (its unique
+    # constraint treats a missing principal as a value), where update_or_create
+    # sent six statements (two savepoints, a locking read, the write, two releases).
+    SessionBlock.objects.bulk_create(
+        [block],
+        update_conflicts=True,
+        unique_fields=list(KEY_FIELDS),
+        update_fields=["mode", "hint_session_id", "text", "tokens", "fact_ids", "items"],
     )
     return block

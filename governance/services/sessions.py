@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from governance.models import Agent, Fact, Principal, Session, Write
@@ -52,9 +52,18 @@ def open_session(
     if problem:
         raise SessionError("session", problem)
     sessions = Session.objects.select_for_update() if lock else Session.objects
-    session, created = sessions.get_or_create(
-        agent=agent, external_id=external_id, defaults={"project": agent.project, "principal": principal}
-    )
+    session = sessions.filter(agent=agent, external_id=external_id).first()
+    created = False
+    if session is None:
+        session = Session(project=agent.project, agent=agent, principal=principal, external_id=external_id)
+        # A row this transaction inserted is locked by it, as ``lock`` asks.
+        created = _insert_unless_taken(session)
+        if not created:
+            # Another round created it between the two statements: use theirs.
+            session = sessions.get(agent=agent, external_id=external_id)
+    # The session is this agent's, in its project: later reads need no lookups.
+    session.agent = agent
+    session.project = agent.project
     wanted = principal.pk if principal is not None else None
     if not created and session.principal_id != wanted:
         if session.principal_id is None:
@@ -71,6 +80,34 @@ def open_session(
             message = f"Session '{external_id}' is about another person; start a new session for this one."
         raise SessionError("session", message)
     return session
+
+
+def _insert_unless_taken(session: Session) -> bool:
+    """INSERT the session unless its (agent, external id) is taken; True when inserted.
+
+    One statement where ``get_or_create`` sends four (a savepoint, the INSERT,
+    the release, and on a race the rollback): a retrieval's first round opens
+    its session this way (docs/performance.md, "Statements per retrieval").
+    """
+    meta = Session._meta
+    fields = [f for f in meta.concrete_fields if not f.primary_key]
+    quote = connection.ops.quote_name
+    pk_column = meta.pk.column if meta.pk is not None else "id"
+    sql = (
+        f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(str(f.column)) for f in fields)}) "
+        f"VALUES ({', '.join(['%s'] * len(fields))}) "
+        "ON CONFLICT (agent_id, external_id) DO NOTHING "
+        f"RETURNING {quote(str(pk_column))}"
+    )
+    values = [f.get_db_prep_save(f.pre_save(session, add=True), connection) for f in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)
+        row = cursor.fetchone()
+    if row is None:
+        return False
+    session.pk = row[0]
+    session._state.adding = False
+    return True
 
 
 class SessionAlreadyEnded(Exception):

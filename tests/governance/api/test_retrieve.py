@@ -199,17 +199,19 @@ def test_fact_endpoint_shows_the_chain_both_ways(support_bot):
 
 
 def test_a_retrieval_costs_a_fixed_number_of_queries(support_bot, django_assert_max_num_queries):
-    # Measured when pinned (issue 17). Round 1 of a session, 21: the agent key,
-    # the principal, the session (created, locked), the newest verification (the
-    # session mode), the resume hint, the start block, the candidates, then the
-    # event, its candidates, the cached start block and the principal's last-seen
-    # time (writes carry the pghistory context). A later round, 12: the cached
-    # start block replaces planning it.
+    # Round 1 of a session, 14: the agent key, the principal, the session
+    # (looked up locked, then one INSERT .. ON CONFLICT), the reviewers' rulings
+    # on possible conflicts, the newest verification (the session mode), the
+    # candidates, the resume hint, the session's mode, the start block (one
+    # upsert), the event, the principal's last-seen time, and the request's
+    # savepoint and its release (the test runs inside a transaction). A later
+    # round, 10: the cached start block and its facts replace planning it, and
+    # last-seen is fresh enough to leave alone (docs/performance.md).
     for n in range(3):
         support_bot.write(f"Prefers tea number {n}", kind="preference")
     for n in range(3):
         support_bot.write(f"Lives in city {n}", key="home_city")
-    with django_assert_max_num_queries(21):
+    with django_assert_max_num_queries(14):
         support_bot.retrieve("s-1", round=1, query="tea")
-    with django_assert_max_num_queries(12):
+    with django_assert_max_num_queries(10):
         support_bot.retrieve("s-1", round=2, query="tea")

@@ -19,7 +19,13 @@ from governance.rules.rendering import (
 from governance.services import reviews
 from governance.services.facts import withdraw_fact
 from governance.services.retrievals import RetrieveRequest, retrieve
-from governance.services.sessions import EndRequest, SessionError, end_session
+from governance.services.sessions import (
+    EndRequest,
+    SessionError,
+    _insert_unless_taken,
+    end_session,
+    open_session,
+)
 from governance.services.writes import UnknownReference, WriteRequest, submit_write
 from tests.personas import AgentPersona
 
@@ -190,3 +196,56 @@ def test_a_new_principal_gets_almost_nothing_and_is_seen_from_then_on(support_bo
     assert ask(support_bot, "s-2", 1).context == "\n".join(
         [PRIORITY, RESUME_LINE, f"{RESUME_HINT_PREFIX}Set up their account. {tag}"]
     )
+
+
+def test_opening_a_session_another_round_just_created_uses_theirs(support_bot: AgentPersona) -> None:
+    """The one-statement insert (docs/performance.md) loses a race gracefully."""
+    principal = Principal.objects.create(project=support_bot.agent.project, external_id="alice")
+    theirs = Session.objects.create(
+        project=support_bot.agent.project, agent=support_bot.agent, principal=principal, external_id="s-race"
+    )
+    late = Session(
+        project=support_bot.agent.project, agent=support_bot.agent, principal=principal, external_id="s-race"
+    )
+
+    assert _insert_unless_taken(late) is False
+    assert late.pk is None
+    opened = open_session(support_bot.agent, "s-race", principal, lock=True)
+    assert opened.pk == theirs.pk
+    assert Session.objects.filter(agent=support_bot.agent, external_id="s-race").count() == 1
+
+
+def test_a_new_session_is_stored_bound_to_its_person(support_bot: AgentPersona) -> None:
+    principal = Principal.objects.create(project=support_bot.agent.project, external_id="alice")
+
+    opened = open_session(support_bot.agent, "s-new", principal, lock=True)
+
+    stored = Session.objects.get(pk=opened.pk)
+    assert (stored.agent_id, stored.project_id, stored.principal_id) == (
+        support_bot.agent.pk,
+        support_bot.agent.project_id,
+        principal.pk,
+    )
+    assert stored.started_at == opened.started_at
+    assert (stored.ended_at, stored.resume_hint, stored.resume_hint_held, stored.mode) == (
+        None,
+        "",
+        False,
+        "",
+    )
+    with pytest.raises(SessionError):
+        open_session(support_bot.agent, "s-new", None)
+
+
+def test_a_retrieval_rewrites_last_seen_only_when_it_is_a_minute_old(support_bot: AgentPersona) -> None:
+    ask(support_bot, "s-seen", 1)
+    principal = Principal.objects.get(project=support_bot.agent.project, external_id="alice")
+    first = principal.last_seen_at
+    assert first is not None
+
+    ask(support_bot, "s-seen", 2)
+    assert Principal.objects.get(pk=principal.pk).last_seen_at == first
+
+    Principal.objects.filter(pk=principal.pk).update(last_seen_at=first - timedelta(minutes=2))
+    ask(support_bot, "s-seen", 3)
+    assert Principal.objects.get(pk=principal.pk).last_seen_at > first

@@ -31,6 +31,16 @@
   only row triggers to partitions), and no grants: the application reaches
   events only through the parent table, where row-level security applies.
   Rows that landed in the default partition for that month are moved into it.
+- ``governance_retrieval_partition_summary(month)`` and
+  ``governance_expire_retrieval_partition(month)``: SECURITY DEFINER, owned by
+  the owner role, for the retention job (governance.services.retention). The
+  first locks the month's partition against new rows and says, per project,
+  what expiring it would remove; the second drops the partition only when the
+  month is older than 183 days and every project it touches has a matching
+  ``retrievals.expired`` audit entry (written by the caller in the same
+  transaction), after removing the events' feedback and clearing the
+  references of facts and writes derived from them. The application role
+  cannot drop a partition any other way.
 """
 
 import django.db.models.deletion
@@ -46,6 +56,8 @@ DECLARE
     partition text := parent || '_p' || to_char(p_month, 'YYYYMM');
     fallback constant text := 'governance_retrievalevent_default';
     stray boolean := false;
+    guards text[];
+    ignored text;
 BEGIN
     IF to_regclass('public.' || partition) IS NOT NULL THEN
         RETURN NULL;
@@ -62,13 +74,18 @@ BEGIN
     EXECUTE format('CREATE TABLE public.%I PARTITION OF public.%I FOR VALUES FROM (%L) TO (%L)',
                    partition, parent, lower_bound, upper_bound);
     IF stray THEN
-        -- The rows move, ids and all, so seals and checkpoints still hold; the
-        -- detached table's append-only triggers are paused for the move only.
-        EXECUTE format('ALTER TABLE public.%I DISABLE TRIGGER USER', fallback);
+        -- The rows move, ids and all, so seals and checkpoints still hold. The
+        -- append-only guard is skipped for this statement only, which its
+        -- triggers allow the owner (governance_refuse_skipping); ALTER TABLE
+        -- ... DISABLE TRIGGER would fail with the caller's deferred checks pending.
+        SELECT array_agg(tgname::text) INTO guards FROM pg_trigger
+         WHERE tgrelid = ('public.' || fallback)::regclass AND NOT tgisinternal AND (tgtype & 8) <> 0;
+        ignored := current_setting('pgtrigger.ignore', true);
+        PERFORM set_config('pgtrigger.ignore', '{' || COALESCE(array_to_string(guards, ','), '') || '}', true);
         EXECUTE format('WITH moved AS (DELETE FROM public.%I WHERE created_at >= $1 AND created_at < $2 '
                        'RETURNING *) INSERT INTO public.%I SELECT * FROM moved',
                        fallback, partition) USING lower_bound, upper_bound;
-        EXECUTE format('ALTER TABLE public.%I ENABLE TRIGGER USER', fallback);
+        PERFORM set_config('pgtrigger.ignore', COALESCE(ignored, ''), true);
         EXECUTE format('ALTER TABLE public.%I ATTACH PARTITION public.%I DEFAULT', parent, fallback);
     END IF;
     PERFORM governance_guard_retrieval_partition(partition);
@@ -275,6 +292,117 @@ DROP TRIGGER governance_fact_retrieval_exists ON governance_fact;
 DROP FUNCTION governance_retrieval_reference_exists();
 """
 
+EXPIRY_FUNCTIONS = r"""
+CREATE FUNCTION governance_retrieval_partition_summary(p_month date)
+RETURNS TABLE (
+    project_id bigint, event_count bigint, first_id bigint, last_id bigint,
+    feedback_count bigint, fact_count bigint, write_count bigint, counts_at_checkpoints jsonb
+)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+DECLARE
+    partition text := 'governance_retrievalevent_p' || to_char(p_month, 'YYYYMM');
+BEGIN
+    -- Rows of the month still in the default partition move into its own first.
+    PERFORM governance_create_retrieval_partition(p_month);
+    -- Nothing joins the month (or leaves it) until the caller's transaction ends,
+    -- so what the audit entries say is what is dropped.
+    EXECUTE format('LOCK TABLE public.%I IN SHARE MODE', partition);
+    RETURN QUERY EXECUTE format($q$
+        SELECT e.project_id, count(*), min(e.id), max(e.id),
+               (SELECT count(*) FROM public.governance_retrievalfeedback f
+                 JOIN public.%1$I x ON x.id = f.event_id WHERE x.project_id = e.project_id),
+               (SELECT count(*) FROM public.governance_fact f
+                 JOIN public.%1$I x ON x.id = f.derived_from_retrieval_id WHERE x.project_id = e.project_id),
+               (SELECT count(*) FROM public.governance_write w
+                 JOIN public.%1$I x ON x.id = w.derived_from_retrieval_id WHERE x.project_id = e.project_id),
+               -- For each checkpoint whose range ends inside this month's ids: how
+               -- many of the month's events it counted (verify_audit subtracts them).
+               COALESCE((
+                   SELECT jsonb_object_agg(c.through::text, (
+                       SELECT count(*) FROM public.%1$I y
+                        WHERE y.project_id = e.project_id AND y.id <= c.through))
+                     FROM (SELECT DISTINCT k.retrievals_through AS through
+                             FROM public.governance_auditcheckpoint k
+                            WHERE k.project_id = e.project_id
+                              AND k.retrievals_through >= min(e.id) AND k.retrievals_through < max(e.id)) c
+               ), '{}'::jsonb)
+          FROM public.%1$I e GROUP BY e.project_id ORDER BY e.project_id
+    $q$, partition);
+END
+$$;
+
+CREATE FUNCTION governance_expire_retrieval_partition(p_month date) RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+DECLARE
+    partition text := 'governance_retrievalevent_p' || to_char(p_month, 'YYYYMM');
+    month_label text := to_char(p_month, 'YYYY-MM');
+    upper_bound timestamptz := (date_trunc('month', p_month::timestamp) + interval '1 month') AT TIME ZONE 'UTC';
+    unrecorded bigint;
+    dropped bigint;
+    ignored text;
+    guards text[];
+BEGIN
+    IF to_regclass('public.' || partition) IS NULL THEN
+        RETURN 0;
+    END IF;
+    -- The floor the EU AI Act sets for deployers' logs (six months), whatever the caller asks.
+    IF upper_bound > now() - interval '183 days' THEN
+        RAISE EXCEPTION 'Retrieval events of % are not yet 183 days old; they are kept', month_label
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    EXECUTE format('LOCK TABLE public.%I IN SHARE MODE', partition);
+    -- Every project in the month needs its audit entry, with the very numbers removed.
+    EXECUTE format($q$
+        SELECT count(*) FROM (
+            SELECT e.project_id, count(*) AS n, min(e.id) AS first_id, max(e.id) AS last_id
+              FROM public.%I e GROUP BY e.project_id
+        ) s
+         WHERE NOT EXISTS (
+            SELECT 1 FROM public.governance_auditentry a
+             WHERE a.project_id = s.project_id AND a.action = 'retrievals.expired'
+               AND a.data ->> 'month' = $1
+               AND (a.data ->> 'count')::bigint = s.n
+               AND (a.data ->> 'first_id')::bigint = s.first_id
+               AND (a.data ->> 'last_id')::bigint = s.last_id)
+    $q$, partition) INTO unrecorded USING month_label;
+    IF unrecorded > 0 THEN
+        RAISE EXCEPTION 'Retrieval events of % are dropped only with a matching audit entry for each project '
+            '(% without one)', month_label, unrecorded
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+
+    -- Feedback is append-only too: its guard is skipped for this statement only,
+    -- which its triggers allow the owner (governance_refuse_skipping).
+    SELECT array_agg(tgname::text) INTO guards FROM pg_trigger
+     WHERE tgrelid = 'public.governance_retrievalfeedback'::regclass AND NOT tgisinternal
+       AND (tgtype & 8) <> 0;
+    ignored := current_setting('pgtrigger.ignore', true);
+    PERFORM set_config('pgtrigger.ignore', '{' || COALESCE(array_to_string(guards, ','), '') || '}', true);
+    EXECUTE format('DELETE FROM public.governance_retrievalfeedback f USING public.%I e '
+                   'WHERE f.event_id = e.id', partition);
+    PERFORM set_config('pgtrigger.ignore', COALESCE(ignored, ''), true);
+    -- A derived fact or write keeps its derived mark and authority cap (R16);
+    -- only the pointer to the dropped event goes.
+    EXECUTE format('UPDATE public.governance_fact f SET derived_from_retrieval_id = NULL FROM public.%I e '
+                   'WHERE f.derived_from_retrieval_id = e.id', partition);
+    EXECUTE format('UPDATE public.governance_write w SET derived_from_retrieval_id = NULL FROM public.%I e '
+                   'WHERE w.derived_from_retrieval_id = e.id', partition);
+    EXECUTE format('SELECT count(*) FROM public.%I', partition) INTO dropped;
+    -- A table with deferred checks still queued (rows moved in from the default
+    -- partition in this transaction) cannot be dropped: run them now, as the
+    -- commit would; the rest of the transaction checks immediately.
+    SET CONSTRAINTS ALL IMMEDIATE;
+    EXECUTE format('DROP TABLE public.%I', partition);
+    RETURN dropped;
+END
+$$;
+"""
+
+DROP_EXPIRY_FUNCTIONS = """
+DROP FUNCTION governance_expire_retrieval_partition(date);
+DROP FUNCTION governance_retrieval_partition_summary(date);
+"""
+
 
 class Migration(migrations.Migration):
     dependencies = [
@@ -322,4 +450,5 @@ class Migration(migrations.Migration):
         migrations.RunSQL(PARTITION, UNPARTITION),
         migrations.RunSQL(DROP_REBUILD_FUNCTION, REBUILD_FUNCTION),
         migrations.RunSQL(REFERENCE_CHECKS, DROP_REFERENCE_CHECKS),
+        migrations.RunSQL(EXPIRY_FUNCTIONS, DROP_EXPIRY_FUNCTIONS),
     ]

@@ -93,7 +93,7 @@ def test_existing_events_move_into_monthly_partitions_and_keep_what_points_at_th
     )
     recent = make_retrieval_event(support_bot.agent, query="now", context="- c")
     RetrievalFeedback.objects.create(event=old, used=["F-1"])
-    derived = FactFactory(project=support_bot.agent.project, derived_from_retrieval=april)
+    derived = FactFactory.create(project=support_bot.agent.project, derived_from_retrieval=april)
 
     _migrate()
 
@@ -129,7 +129,7 @@ def test_existing_events_move_into_monthly_partitions_and_keep_what_points_at_th
         RetrievalEvent.objects.filter(pk=old.pk).delete()
     # A reference to an event that does not exist is refused, as the foreign key did.
     with pytest.raises(IntegrityError, match="does not exist"), transaction.atomic():
-        FactFactory(project=support_bot.agent.project, derived_from_retrieval_id=10**12)
+        FactFactory.create(project=support_bot.agent.project, derived_from_retrieval_id=10**12)
 
     # And back: one plain table with every row, the foreign keys again.
     _migrate(BEFORE)

@@ -283,7 +283,9 @@ def sink_feed() -> int:
 
 @shared_task(
     name="governance.tasks.retrieval_upkeep",
-    **SWEEP_TIME_LIMITS,
+    # Expiring a month counts and unlinks a month of events: longer than a sweep.
+    # Each month is its own transaction, so a run cut short loses nothing.
+    **REPLAY_TIME_LIMITS,
     **retry_on_lost_database(),
     max_retries=3,
 )

@@ -409,6 +409,7 @@ CELERY_TASK_ROUTES = {
     "governance.tasks.run_replay": {"queue": "bulk"},
     "governance.tasks.run_evaluation": {"queue": "bulk"},
     "governance.tasks.checkpoint_audit": {"queue": "bulk"},
+    "governance.tasks.retrieval_upkeep": {"queue": "bulk"},
     "governance.tasks.export_*": {"queue": "bulk"},
     "governance.tasks.erase_*": {"queue": "bulk"},
 }

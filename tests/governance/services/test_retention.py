@@ -12,11 +12,14 @@ from typing import Any
 
 import psycopg
 import pytest
+from django.conf import settings
 from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connection, transaction
 
+from governance import tasks
 from governance.models import AuditEntry, Fact, RetrievalEvent, RetrievalFeedback, Write
 from governance.services import checkpoints, retention
+from memoryadmin.celery import app
 from memoryadmin.embedded_db import APP_ROLE
 from tests.governance.database_helpers import connection_params, tamper
 from tests.personas import FactFactory, make_retrieval_event
@@ -221,3 +224,16 @@ def test_retention_below_six_months_is_refused_at_startup(days: str, refused: bo
         )
     else:
         assert settings_loaded.stdout.strip() == "183", settings_loaded.stderr
+
+
+@pytest.mark.django_db
+def test_the_daily_beat_task_runs_the_upkeep_on_the_bulk_queue(support_bot: Any) -> None:
+    make_retrieval_event(
+        support_bot.agent, query="a", context="- a", created_at=datetime(2025, 4, 4, tzinfo=UTC)
+    )
+
+    result = tasks.retrieval_upkeep.delay().get()
+
+    assert result["expired"] == {"2025-04": 1}
+    assert app.amqp.router.route({}, "governance.tasks.retrieval_upkeep")["queue"].name == "bulk"
+    assert settings.CELERY_BEAT_SCHEDULE["retrieval-upkeep"]["task"] == "governance.tasks.retrieval_upkeep"

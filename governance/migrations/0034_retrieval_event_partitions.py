@@ -22,7 +22,7 @@
   each referencing table refuses a reference to an event that does not exist,
   as the foreign key did. The other direction (an event removed while referenced)
   needs no check: events are append-only, their DELETE refused by their
-  triggers, and the one removal (expiry of a whole month, a later step) clears
+  triggers, and the one removal (expiry of a whole month, below) clears
   the references in the same transaction.
 - ``governance_create_retrieval_partition(month)``: SECURITY DEFINER, owned by
   the owner role, so the application's upkeep job can make next month's

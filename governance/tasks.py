@@ -19,6 +19,7 @@ from governance.services import facts as fact_service
 from governance.services import feed as feed_service
 from governance.services import queue_health as queue_health_service
 from governance.services import replay as replay_service
+from governance.services import retention as retention_service
 from governance.services import verification as verification_service
 
 logger = logging.getLogger(__name__)
@@ -278,3 +279,21 @@ def sweep_feed() -> int:
 )
 def sink_feed() -> int:
     return feed_service.sink_pending()
+
+
+@shared_task(
+    name="governance.tasks.retrieval_upkeep",
+    # Expiring a month counts and unlinks a month of events: longer than a sweep.
+    # Each month is its own transaction, so a run cut short loses nothing.
+    **REPLAY_TIME_LIMITS,
+    **retry_on_lost_database(),
+    max_retries=3,
+)
+def retrieval_upkeep() -> dict[str, object]:
+    """Beat, daily: the retrieval log's coming monthly partitions, and expiry of the months
+    past ``settings.RETRIEVAL_RETENTION_DAYS``, each recorded in the audit trail first.
+    Idempotent: a partition is made once, a month is dropped once (one transaction each)."""
+    done = retention_service.run_upkeep()
+    if done.expired:
+        logger.info("Retrieval events expired: %s", done.expired)
+    return {"created": done.created, "expired": done.expired}

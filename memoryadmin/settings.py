@@ -15,6 +15,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 from celery.schedules import crontab
 from csp.constants import NONCE, NONE, SELF
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -408,6 +409,7 @@ CELERY_TASK_ROUTES = {
     "governance.tasks.run_replay": {"queue": "bulk"},
     "governance.tasks.run_evaluation": {"queue": "bulk"},
     "governance.tasks.checkpoint_audit": {"queue": "bulk"},
+    "governance.tasks.retrieval_upkeep": {"queue": "bulk"},
     "governance.tasks.export_*": {"queue": "bulk"},
     "governance.tasks.erase_*": {"queue": "bulk"},
 }
@@ -436,7 +438,24 @@ CELERY_BEAT_SCHEDULE = {
     "checkpoint-audit": {"task": "governance.tasks.checkpoint_audit", "schedule": crontab(minute="*/5")},
     "check-review-slas": {"task": "governance.tasks.check_review_slas", "schedule": crontab(minute="*/5")},
     "sweep-feed": {"task": "governance.tasks.sweep_feed", "schedule": crontab(minute="*")},
+    # Next months' retrieval log partitions, and expiry of months past retention.
+    "retrieval-upkeep": {
+        "task": "governance.tasks.retrieval_upkeep",
+        "schedule": crontab(hour="3", minute="17"),
+    },
 }
+# How long retrieval events are kept (days). The upkeep job drops a month once
+# all of it is older than this, recording it in each project's audit trail
+# (docs/operations.md, "Retention of the retrieval log"). The EU AI Act asks
+# deployers to keep such logs at least six months, so less than 183 is refused.
+RETRIEVAL_RETENTION_DAYS = env_int("RETRIEVAL_RETENTION_DAYS", 190)
+if RETRIEVAL_RETENTION_DAYS < 183:
+    raise ImproperlyConfigured(
+        f"RETRIEVAL_RETENTION_DAYS is {RETRIEVAL_RETENTION_DAYS}, but retrieval events must be kept "
+        "at least 183 days (six months, the EU AI Act's minimum for deployers' logs)."
+    )
+# How many months ahead the upkeep job makes the retrieval log's partitions.
+RETRIEVAL_PARTITIONS_AHEAD = env_int("RETRIEVAL_PARTITIONS_AHEAD", 2)
 # Review queue health: a write waiting longer than this (minutes) breaches the
 # project's SLA unless the project sets its own; each breach is announced once
 # by email to the project's admins and REVIEW_SLA_NOTIFY_EMAILS (comma-separated).

@@ -104,7 +104,13 @@ class Fact(models.Model):
     # Keyed hash of the normalised statement: matches re-submissions.
     fingerprint = models.CharField(max_length=64, db_index=True)
     derived_from_retrieval = models.ForeignKey(
-        "governance.RetrievalEvent", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+        "governance.RetrievalEvent",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        # Checked by a trigger instead: events are partitioned (migration 0034).
+        db_constraint=False,
     )
     # Summaries: the range of session events they were made from, and R17's check.
     event_first = models.CharField(max_length=200, blank=True)

@@ -197,7 +197,11 @@ class RetrievalFeedback(models.Model):
     traffic (docs/quality.md). Append-only like the event it describes.
     """
 
-    event = models.OneToOneField(RetrievalEvent, on_delete=models.PROTECT, related_name="feedback")
+    # No database foreign key: a partitioned table's key is (id, created_at), so
+    # a trigger checks the event exists instead (migration 0034).
+    event = models.OneToOneField(
+        RetrievalEvent, on_delete=models.PROTECT, related_name="feedback", db_constraint=False
+    )
     used = models.JSONField(default=list)
     wrong = models.JSONField(default=list)
     stale_used = models.JSONField(default=list)

@@ -53,7 +53,13 @@ class Write(models.Model):
     valid_from = models.DateTimeField(null=True, blank=True)
     valid_to = models.DateTimeField(null=True, blank=True)
     derived_from_retrieval = models.ForeignKey(
-        "governance.RetrievalEvent", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+        "governance.RetrievalEvent",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        # Checked by a trigger instead: events are partitioned (migration 0034).
+        db_constraint=False,
     )
     findings = models.JSONField(default=list, blank=True)
     # Higher is riskier: orders the review queue before age.

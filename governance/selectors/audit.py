@@ -85,6 +85,8 @@ KNOWN_ACTIONS = (
     "agent.retired",
     "project.archived",
     "session.ended",
+    # A month of the retrieval log dropped past retention (services.retention).
+    "retrievals.expired",
     # Migration 0010 re-keyed the statement digests and re-linked the chain.
     "audit.rekeyed",
 )

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
+from django.db import connection
 from django.db.models import CharField, FloatField, Max, Q, QuerySet, Value
 from pgvector.django import CosineDistance
 
@@ -509,3 +510,35 @@ def fact_candidate_history(
                     history[fact_id].append((event_id, created_at, candidate.decision, candidate.reason))
                     break
     return history
+
+
+# The retrieval log's monthly partitions (migration 0034): governance_retrievalevent_pYYYYMM.
+PARTITION_PREFIX = "governance_retrievalevent_p"
+DEFAULT_PARTITION = "governance_retrievalevent_default"
+
+
+def stored_months() -> list[date]:
+    """The months that have a partition of the retrieval log, oldest first."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+            "WHERE i.inhparent = 'governance_retrievalevent'::regclass AND c.relname LIKE %s ORDER BY 1",
+            [PARTITION_PREFIX.replace("_", r"\_") + "%"],
+        )
+        names = [row[0] for row in cursor.fetchall()]
+    return [date(int(name[-6:-2]), int(name[-2:]), 1) for name in names]
+
+
+def default_partition_months(before: datetime) -> list[date]:
+    """Months before ``before`` with events in the default partition, oldest first.
+
+    ``created_at < before`` limits the scan to the default partition and any
+    month partitions past retention, which the upkeep drops first.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT DISTINCT date_trunc('month', created_at AT TIME ZONE 'UTC')::date "
+            "FROM governance_retrievalevent WHERE created_at < %s AND tableoid = %s::regclass ORDER BY 1",
+            [before, DEFAULT_PARTITION],
+        )
+        return [row[0] for row in cursor.fetchall()]

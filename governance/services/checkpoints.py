@@ -35,6 +35,7 @@ from governance.models import AuditCheckpoint, AuditEntry, Project, RetrievalEve
 from governance.rules.seals import retrieval_seal
 from governance.services import feed
 from governance.services.audit import BrokenLink
+from governance.services.retention import EXPIRED
 
 
 def _chain(project_id: int | None) -> Q:
@@ -312,15 +313,41 @@ def _check_head(head: SignedHead) -> BrokenLink | AlteredRetrieval | None:
         present = RetrievalEvent.objects.filter(
             project_id=head.project_id, id__lte=head.retrievals_through
         ).count()
-        if present < head.retrieval_count:
-            missing = head.retrieval_count - present
+        expired = _expired_after(head)
+        if present < head.retrieval_count - expired:
+            missing = head.retrieval_count - expired - present
             problem = (
                 f"{missing} of the {head.retrieval_count} events recorded up to event "
                 f"{head.retrievals_through} by {head.where} signed on {head.when} "
                 f"{'is gone: it was' if missing == 1 else 'are gone: they were'} deleted"
+                + (f" ({expired} more were removed at the end of their retention period)" if expired else "")
             )
             return AlteredRetrieval(head.project_id, head.retrievals_through, problem)
     return None
+
+
+def _expired_after(head: SignedHead) -> int:
+    """How many of the events ``head`` counted were dropped by retention after it was signed.
+
+    Each expired month left a ``retrievals.expired`` entry per project
+    (services.retention). A month wholly within the head's range takes all its
+    events; a month the range ends inside takes what the entry recorded for
+    that checkpoint. An entry from before the head needs nothing: the head's
+    count was taken after that month was gone.
+    """
+    expired = 0
+    entries = AuditEntry.objects.filter(
+        _chain(head.project_id), action=EXPIRED, sequence__gt=head.sequence
+    ).values_list("data", flat=True)
+    for data in entries:
+        count = int(data["count"])
+        if int(data["last_id"]) <= head.retrievals_through:
+            expired += count
+        elif int(data["first_id"]) <= head.retrievals_through:
+            # Every checkpoint in the database at expiry is recorded; a head
+            # that is not (none should exist) is given the whole month.
+            expired += int(data.get("counts_at_checkpoints", {}).get(str(head.retrievals_through), count))
+    return expired
 
 
 def verify_against(

@@ -34,12 +34,12 @@ APPEND_ONLY = {
 }
 
 
-def guarded_tables() -> set[str]:
+def guarded_tables(*, partitions: bool = False) -> set[str]:
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT tgrelid::regclass::text FROM pg_trigger "
-            "WHERE NOT tgisinternal AND tgname LIKE %s AND tgenabled = 'O'",
-            ["pgtrigger_%_no_truncate_%"],
+            "SELECT tgrelid::regclass::text FROM pg_trigger JOIN pg_class c ON c.oid = tgrelid "
+            "WHERE NOT tgisinternal AND tgname LIKE %s AND tgenabled = 'O' AND c.relispartition = %s",
+            ["pgtrigger_%_no_truncate_%", partitions],
         )
         return {row[0] for row in cursor.fetchall()}
 
@@ -47,6 +47,19 @@ def guarded_tables() -> set[str]:
 @pytest.mark.django_db
 def test_every_append_only_table_has_a_truncate_guard() -> None:
     assert guarded_tables() == APPEND_ONLY
+
+
+@pytest.mark.django_db
+def test_every_partition_of_the_retrieval_log_has_its_own_truncate_guard() -> None:
+    # PostgreSQL does not clone statement triggers to partitions (migration 0034 copies it).
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT inhrelid::regclass::text FROM pg_inherits "
+            "WHERE inhparent = 'governance_retrievalevent'::regclass"
+        )
+        partitions = {row[0] for row in cursor.fetchall()}
+    assert "governance_retrievalevent_default" in partitions
+    assert guarded_tables(partitions=True) == partitions
 
 
 @pytest.mark.django_db
@@ -86,3 +99,9 @@ def test_truncating_a_parent_table_cannot_cascade_into_the_trail(support_bot: An
         cursor.execute("TRUNCATE governance_project CASCADE")
 
     assert AuditEntry.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_truncating_a_partition_of_the_retrieval_log_is_refused_even_to_the_owner(support_bot: Any) -> None:
+    with owner_cursor() as cursor, pytest.raises(psycopg.Error, match="append-only"):
+        cursor.execute("TRUNCATE governance_retrievalevent_default")

@@ -7,7 +7,7 @@ import io
 import json
 import re
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import cast
 
 import pytest
@@ -19,10 +19,11 @@ from django.utils import timezone
 
 from governance.context import actor_scope
 from governance.models import AuditEntry, Fact, Job
-from governance.services import audit, reviews
+from governance.services import audit, retention, reviews
 from governance.services import facts as fact_service
 from governance.views import audit as audit_views
 from tests.governance.review_helpers import HOSTILE, PENDING, assert_inert, propose
+from tests.personas import make_retrieval_event
 
 pytestmark = pytest.mark.django_db
 
@@ -371,3 +372,17 @@ def test_someone_elses_verification_job_is_a_404(client, other_project, outsider
     job = start_verification(other_project, user=outsider)
     client.force_login(auditor)
     assert client.get(reverse("audit:verification", args=[job.pk])).status_code == 404
+
+
+def test_an_expired_month_of_retrievals_reads_in_the_history(audra, support_bot):
+    make_retrieval_event(
+        support_bot.agent, query="a", context="- a", created_at=datetime(2025, 6, 6, tzinfo=UTC)
+    )
+    retention.expire_month(date(2025, 6, 1))
+
+    html = audra.get(reverse("audit:history"), {"action": "retrievals.expired"}).content.decode()
+
+    [(source, pk)] = rows(html)
+    assert (source, pk) == ("audit", AuditEntry.objects.get(action="retrievals.expired").pk)
+    assert "Retrievals expired" in html and "2025-06" in html
+    assert "Past the retention period of 190 days." in html

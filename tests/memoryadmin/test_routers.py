@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 import pytest
@@ -26,7 +26,7 @@ from django.test import Client
 from django.urls import reverse
 
 from governance import rls
-from governance.models import Fact
+from governance.models import Fact, Project
 from memoryadmin import embedded_db, routers
 from tests.personas import FactFactory, ProjectFactory, make_user
 
@@ -179,10 +179,11 @@ def replica_statements(replica: Standby) -> Iterator[list[str]]:
 
 
 def _person_with_facts(replica: Standby) -> tuple[Client, Fact, Fact]:
-    mine, theirs = ProjectFactory(slug="replica-mine"), ProjectFactory(slug="replica-theirs")
+    mine = cast(Project, ProjectFactory(slug="replica-mine"))
+    theirs = cast(Project, ProjectFactory(slug="replica-theirs"))
     person = make_user("rita", "reviewer", mine)
-    fact = FactFactory(project=mine, statement="Prefers the window seat")
-    hidden = FactFactory(project=theirs, statement="Collects vintage typewriters")
+    fact = cast(Fact, FactFactory(project=mine, statement="Prefers the window seat"))
+    hidden = cast(Fact, FactFactory(project=theirs, statement="Collects vintage typewriters"))
     replica.catch_up()
     client = Client()
     client.force_login(person)

@@ -43,6 +43,8 @@ PRIMARY = DEFAULT_DB_ALIAS
 # Set on the response to a person's POST (governance.middleware.ReadYourWritesMiddleware):
 # while it lasts, their pages read from the primary, which has what they just changed.
 WROTE_COOKIE = "memoryadmin_wrote"
+# Says a response was read from the replica, and the time of the last commit it had replayed.
+READ_FROM_HEADER = "X-Read-From"
 
 # Caught up (nothing received is left to replay) counts as no lag: on a quiet
 # primary the last replayed commit is old although the replica misses nothing.
@@ -66,6 +68,10 @@ class ReplicaRead:
     @property
     def from_replica(self) -> bool:
         return self.alias == REPLICA
+
+    def header(self) -> str:
+        """``READ_FROM_HEADER``'s value: ``replica; replayed-at=<ISO time>``."""
+        return f"replica; replayed-at={self.replayed_at.isoformat()}" if self.replayed_at else "replica"
 
 
 _ON_PRIMARY = ReplicaRead(PRIMARY)

@@ -66,10 +66,6 @@ def console_view(*, write_roles: frozenset[str] | None = None) -> Callable[[View
     return decorate
 
 
-# Says where a page's data came from: "primary", or the replica's last replayed commit.
-READ_FROM_HEADER = "X-Read-From"
-
-
 def replica_reads(view: View) -> View:
     """A page that only reads may be served from the read replica (memoryadmin.routers).
 
@@ -98,9 +94,7 @@ def replica_reads(view: View) -> View:
         if not read.from_replica:
             with routers.reading_from_primary():
                 return view(request, *args, **kwargs)
-        response[READ_FROM_HEADER] = (
-            f"replica; replayed-at={read.replayed_at.isoformat()}" if read.replayed_at else "replica"
-        )
+        response[routers.READ_FROM_HEADER] = read.header()
         if isinstance(response, StreamingHttpResponse) and not response.is_async:
             response.streaming_content = _reading_from(read, response.streaming_content)
         return response

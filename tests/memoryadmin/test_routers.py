@@ -215,6 +215,20 @@ def test_a_marked_page_reads_from_the_replica_as_the_person_and_only_their_proje
     assert b"Takes tea without sugar" in client.get(reverse("facts:index")).content
 
 
+def test_the_audit_export_streams_from_the_replica_and_names_its_replay_time(
+    replica: Standby, replica_statements: list[str]
+) -> None:
+    client, _, _ = _person_with_facts(replica)
+    replica_statements.clear()
+    export = client.get(reverse("audit:export"), {"format": "csv"})
+    assert export.status_code == 200
+    assert export["X-Read-From"].startswith("replica; replayed-at=20")
+    body = b"".join(export.streaming_content)  # type: ignore[attr-defined]  # a streamed response
+    assert body.startswith(b"source,id,project")
+    # The rows themselves were read while streaming, from the replica.
+    assert any("governance_auditentry" in sql for sql in replica_statements)
+
+
 def test_the_replica_connection_is_a_standby_in_the_application_role_under_row_level_security(
     replica: Standby,
 ) -> None:

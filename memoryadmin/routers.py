@@ -76,6 +76,8 @@ class ReplicaRead:
 
 _ON_PRIMARY = ReplicaRead(PRIMARY)
 _current: ContextVar[ReplicaRead] = ContextVar("memoryadmin_replica_read", default=_ON_PRIMARY)
+# Inside reading_from_primary(): a nested reading_from_replica() reads the primary too.
+_pinned: ContextVar[bool] = ContextVar("memoryadmin_primary_pinned", default=False)
 _down_until = 0.0
 # Django wraps driver errors in its own; a statement run on the raw connection
 # (governance.rls sets the projects that way) raises psycopg's.
@@ -142,7 +144,7 @@ def reading_from_replica(decided: ReplicaRead | None = None) -> Iterator[Replica
     made a moment ago: a request's own writes are not on the replica yet.
     ``decided`` carries an earlier decision on (a streamed response's rows).
     """
-    if current().from_replica:
+    if current().from_replica or _pinned.get():
         yield current()
         return
     read = decided or _probe()
@@ -155,11 +157,16 @@ def reading_from_replica(decided: ReplicaRead | None = None) -> Iterator[Replica
 
 @contextlib.contextmanager
 def reading_from_primary() -> Iterator[None]:
-    """Undo ``reading_from_replica()`` for a block (a read that must see the latest commit)."""
-    token = _current.set(_ON_PRIMARY)
+    """Reads in the block go to the primary, even where ``reading_from_replica()`` is asked for inside it.
+
+    For reads that must see the latest commit (a person's page right after
+    their own change, a job's cancel flag).
+    """
+    token, pinned = _current.set(_ON_PRIMARY), _pinned.set(True)
     try:
         yield
     finally:
+        _pinned.reset(pinned)
         _current.reset(token)
 
 

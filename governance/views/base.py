@@ -79,8 +79,11 @@ def replica_reads(view: View) -> View:
 
     @wraps(view)
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if request.method not in ("GET", "HEAD") or routers.WROTE_COOKIE in request.COOKIES:
+        if request.method not in ("GET", "HEAD"):
             return view(request, *args, **kwargs)
+        if routers.WROTE_COOKIE in request.COOKIES:
+            with routers.reading_from_primary():
+                return view(request, *args, **kwargs)
         with routers.reading_from_replica() as read:
             if not read.from_replica:
                 return view(request, *args, **kwargs)

@@ -27,8 +27,10 @@ from django.urls import reverse
 
 from governance import rls
 from governance.models import Fact, Project
+from governance.models.jobs import JobStatus
+from governance.services import policies, replay
 from memoryadmin import embedded_db, routers
-from tests.personas import FactFactory, ProjectFactory, make_user
+from tests.personas import AgentPersona, FactFactory, ProjectFactory, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -330,3 +332,24 @@ def test_without_a_replica_nothing_is_routed() -> None:
     assert router.db_for_write(Fact) is None
     assert router.allow_migrate(routers.REPLICA, "governance") is False
     assert router.allow_migrate("default", "governance") is None
+
+
+def test_a_replay_reads_past_retrievals_from_the_replica(
+    replica: Standby, replica_statements: list[str], support_bot: AgentPersona
+) -> None:
+    support_bot.write("I use a screen reader.", ref="chat:replica")
+    for n in range(2):
+        support_bot.retrieve(f"s-replica-{n}")
+    replica.catch_up()
+    editor = make_user("pat", "policy_editor", support_bot.agent.project)
+    policies.save_draft(support_bot.agent, {"confirm_days": 10}, user=editor)
+    replica_statements.clear()
+
+    job = replay.start_replay(support_bot.agent, 2, user=editor)  # runs eagerly once committed
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    assert job.result is not None and job.result["events"] == 2
+    assert any("governance_retrievalevent" in sql for sql in replica_statements)
+    # Its progress and result were written on the primary, where they were just read.
+    assert job.progress_done == 2

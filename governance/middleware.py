@@ -14,6 +14,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 from django.utils.cache import add_never_cache_headers, patch_cache_control
 
 from governance import context, rls
+from memoryadmin import routers
 
 # A client's X-Request-Id is kept only when it is short and plain; anything
 # else (it was copied unchecked into the audit row, and over 64 characters
@@ -134,3 +135,35 @@ class ProjectScopeMiddleware:
 def _within(scope: rls.ProjectScope, chunks: Iterable[Any]) -> Iterator[Any]:
     with rls.scope(scope):
         yield from chunks
+
+
+class ReadYourWritesMiddleware:
+    """After a person changes something, their pages read from the primary for a while.
+
+    Pages marked for the read replica (``governance.views.base.replica_reads``)
+    may be a few seconds behind; the page a POST redirects to must show the
+    change. The cookie lasts as long as the replica may lag, so once it expires
+    the replica has the change too. Without a replica nothing is set.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        user = getattr(request, "user", None)
+        if (
+            request.method not in ("GET", "HEAD", "OPTIONS")
+            and user is not None
+            and user.is_authenticated
+            and routers.replica_configured()
+        ):
+            response.set_cookie(
+                routers.WROTE_COOKIE,
+                "1",
+                max_age=max(1, settings.DATABASE_REPLICA_MAX_LAG_SECONDS),
+                secure=settings.SESSION_COOKIE_SECURE,
+                httponly=True,
+                samesite="Lax",
+            )
+        return response

@@ -156,6 +156,8 @@ MIDDLEWARE = [
     "governance.middleware.AuditContextMiddleware",
     # After authentication: row-level security limited to the person's projects.
     "governance.middleware.ProjectScopeMiddleware",
+    # A person's pages read from the primary for a moment after they change something.
+    "governance.middleware.ReadYourWritesMiddleware",
     "governance.middleware.PrivatePagesMiddleware",
     "csp.middleware.CSPMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into the lockout page.
@@ -213,6 +215,30 @@ else:
         }
     }
     DATABASE_OWNER = {"USER": OWNER_ROLE}
+
+# A streaming replica for reads that may be a few seconds old (memoryadmin.routers;
+# docs/operations.md, "Read replica"): same database and application role as
+# DATABASES, on the standby. Only reads marked for it go there.
+if os.environ.get("DATABASE_REPLICA_URL"):
+    _replica = database_from_url(os.environ["DATABASE_REPLICA_URL"])
+    # A replica that is down must cost a page a short wait, not the default minutes.
+    _replica["OPTIONS"] = {"connect_timeout": "3", **_replica["OPTIONS"]}  # type: ignore[dict-item]
+    # The test runner makes no database for it: in tests it is the default database.
+    _replica["TEST"] = {"MIRROR": "default"}
+    DATABASES["replica"] = _replica
+DATABASE_ROUTERS = ["memoryadmin.routers.ReplicaRouter"]
+# How old a page read from the replica may be; further behind, reads go to the primary.
+DATABASE_REPLICA_MAX_LAG_SECONDS = env_int("DATABASE_REPLICA_MAX_LAG_SECONDS", 10)
+# After a failed connection to the replica, how long to read from the primary before trying it again.
+DATABASE_REPLICA_RETRY_SECONDS = env_int("DATABASE_REPLICA_RETRY_SECONDS", 30)
+
+# Behind PgBouncer in transaction mode (docs/operations.md, "Behind PgBouncer"):
+# a server-side cursor outside a transaction is WITH HOLD and outlives the
+# transaction PgBouncer lends, so .iterator() must fetch client-side. Django
+# already leaves psycopg's prepared statements off (prepare_threshold None).
+if env_bool("DATABASE_PGBOUNCER"):
+    for _alias in DATABASES.values():
+        _alias["DISABLE_SERVER_SIDE_CURSORS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

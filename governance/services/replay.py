@@ -60,6 +60,7 @@ from governance.rules import replay as rules
 from governance.rules.policy import PolicySettings
 from governance.selectors.retrievals import CANDIDATE_COLUMNS
 from governance.services import audit, conflicts
+from memoryadmin import routers
 
 logger = logging.getLogger(__name__)
 
@@ -217,7 +218,11 @@ def run(job_id: str | UUID) -> bool:
         ).update(status=JobStatus.CANCELLED, finished_at=timezone.now())
         return False
     try:
-        result, cancelled = _replay(job)
+        # Its reads are of past events and facts' histories: a replica a few
+        # seconds behind gives the same answer, and the primary is spared the
+        # scan (memoryadmin.routers). Its progress writes go to the primary.
+        with routers.reading_from_replica():
+            result, cancelled = _replay(job)
     except (OperationalError, InterfaceError):
         raise  # the database went away: the task retries with backoff
     except Exception as exc:
@@ -255,7 +260,9 @@ class _Progress:
             return False
         Job.objects.filter(pk=self.job_id).update(progress_done=self.done)
         self.written, self.written_at = self.done, time.monotonic()
-        return bool(Job.objects.filter(pk=self.job_id).values_list("cancel_requested", flat=True).first())
+        # A cancel asked for a moment ago is on the primary only.
+        with routers.reading_from_primary():
+            return bool(Job.objects.filter(pk=self.job_id).values_list("cancel_requested", flat=True).first())
 
 
 def _replay(job: Job) -> tuple[dict[str, Any], bool]:

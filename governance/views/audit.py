@@ -32,6 +32,7 @@ from governance.views.base import (
     get_scoped,
     is_htmx,
     page_or_fragment,
+    replica_reads,
 )
 
 PAGE_SIZE = 50
@@ -91,6 +92,7 @@ def _form(request: HttpRequest) -> HistoryFilterForm:
 
 
 @console_view()
+@replica_reads
 @require_GET
 def history(request: HttpRequest) -> HttpResponse:
     form = _form(request)
@@ -129,6 +131,7 @@ def history(request: HttpRequest) -> HttpResponse:
 
 
 @console_view()
+@replica_reads
 @require_GET
 def fact_timeline(request: HttpRequest, fact_id: int) -> HttpResponse:
     fact = get_scoped(
@@ -148,7 +151,8 @@ def fact_timeline(request: HttpRequest, fact_id: int) -> HttpResponse:
 
 
 # console_view's view type names HttpResponse; Django serves a streamed response all the same.
-@console_view()  # type: ignore[arg-type]
+@console_view()
+@replica_reads  # type: ignore[arg-type]
 @require_GET
 def export(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     fmt = request.GET.get("format", "csv")

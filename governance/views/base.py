@@ -20,7 +20,7 @@ from django import forms
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ImproperlyConfigured, PermissionDenied, ValidationError
 from django.db.models import Model, QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils.cache import patch_vary_headers
 from django_htmx.middleware import HtmxDetails
@@ -28,6 +28,7 @@ from django_htmx.middleware import HtmxDetails
 from governance import access
 from governance.models import Project
 from governance.selectors.cursors import InvalidCursor
+from memoryadmin import routers
 
 M = TypeVar("M", bound=Model)
 # datetime-local inputs send and expect this shape; the forms also accept full ISO 8601.
@@ -63,6 +64,50 @@ def console_view(*, write_roles: frozenset[str] | None = None) -> Callable[[View
         return wrapper
 
     return decorate
+
+
+def replica_reads(view: View) -> View:
+    """A page that only reads may be served from the read replica (memoryadmin.routers).
+
+    Only GET and HEAD, and not for a person who changed something in the last
+    few seconds (they must see their change). If the replica fails while the
+    page is built, the page is built again from the primary: it only reads, so
+    running it twice changes nothing. A streamed response reads from the same
+    place while it streams; a failure half-way through a download cannot be
+    retried and ends the download.
+    """
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if request.method not in ("GET", "HEAD"):
+            return view(request, *args, **kwargs)
+        if routers.WROTE_COOKIE in request.COOKIES:
+            with routers.reading_from_primary():
+                return view(request, *args, **kwargs)
+        with routers.reading_from_replica() as read:
+            if not read.from_replica:
+                return view(request, *args, **kwargs)
+            try:
+                response = view(request, *args, **kwargs)
+            except routers.ERRORS as exc:
+                if routers.replica_usable():
+                    raise  # the replica is fine: the error is the page's own
+                routers.mark_down(exc)
+                read = routers.ReplicaRead(routers.PRIMARY)
+        if not read.from_replica:
+            with routers.reading_from_primary():
+                return view(request, *args, **kwargs)
+        response[routers.READ_FROM_HEADER] = read.header()
+        if isinstance(response, StreamingHttpResponse) and not response.is_async:
+            response.streaming_content = _reading_from(read, response.streaming_content)
+        return response
+
+    return wrapper
+
+
+def _reading_from(read: routers.ReplicaRead, chunks: Iterable[Any]) -> Any:
+    with routers.reading_from_replica(read):
+        yield from chunks
 
 
 def check(request: HttpRequest, project: Project | int, roles: Iterable[str] | None = None) -> str:

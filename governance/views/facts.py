@@ -17,7 +17,7 @@ from governance.models import Fact
 from governance.models.facts import FactKind, FactStatus, SourceType
 from governance.selectors import facts as fact_selectors
 from governance.services import facts as fact_service
-from governance.views.base import console_view, get_checked, is_htmx
+from governance.views.base import console_view, get_checked, is_htmx, replica_reads
 from governance.views.lists import PAGE_SIZE, ListForm, choices, render_list
 
 TEMPLATE = "governance/facts/detail.html"
@@ -59,6 +59,7 @@ class FactFilterForm(ListForm):
 
 
 @console_view()
+@replica_reads
 def index(request: HttpRequest) -> HttpResponse:
     form = FactFilterForm.for_request(request)
     page = None
@@ -117,6 +118,7 @@ def _render(
 
 
 @console_view()
+@replica_reads
 def detail(request: HttpRequest, fact_id: int) -> HttpResponse:
     return _render(request, _facts(request, fact_id))
 

@@ -23,7 +23,7 @@ from governance.rules.labels import label_for
 from governance.rules.retrieval import MODES, REASONS
 from governance.selectors import retrievals as selectors
 from governance.selectors.sessions import principal_sessions
-from governance.views.base import PagedFilterForm, console_view, get_scoped, page_or_fragment
+from governance.views.base import PagedFilterForm, console_view, get_scoped, page_or_fragment, replica_reads
 
 PAGE_SIZE = 50
 _ANY = ("", "any")
@@ -72,6 +72,7 @@ def _with_query(url: str, params: dict[str, Any]) -> str:
 
 
 @console_view()
+@replica_reads
 def log(request: HttpRequest) -> HttpResponse:
     projects = access.projects_of(request.user)
     agents = list(
@@ -98,6 +99,7 @@ def log(request: HttpRequest) -> HttpResponse:
 
 
 @console_view()
+@replica_reads
 def detail(request: HttpRequest, event_id: int) -> HttpResponse:
     event = get_scoped(
         request,
@@ -118,6 +120,7 @@ def detail(request: HttpRequest, event_id: int) -> HttpResponse:
 
 
 @console_view()
+@replica_reads
 def principal(request: HttpRequest, project: str, external_id: str) -> HttpResponse:
     project_obj: Project = get_object_or_404(access.projects_of(request.user), slug=project)
     can_review = access.has_role(request.user, project_obj, access.REVIEW_ROLES)

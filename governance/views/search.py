@@ -9,7 +9,7 @@ from django.shortcuts import render
 
 from governance import access
 from governance.selectors import search as selectors
-from governance.views.base import console_view
+from governance.views.base import console_view, replica_reads
 
 
 class SearchForm(forms.Form):
@@ -17,6 +17,7 @@ class SearchForm(forms.Form):
 
 
 @console_view()
+@replica_reads
 def results(request: HttpRequest) -> HttpResponse:
     form = SearchForm(request.GET)
     found = None

@@ -16,13 +16,14 @@ from django.urls import reverse
 from governance.models import Agent
 from governance.rules.retrieval import MODES
 from governance.selectors import sessions as selectors
-from governance.views.base import console_view, get_scoped
+from governance.views.base import console_view, get_scoped, replica_reads
 from governance.views.lists import PAGE_SIZE, ListForm, choices, render_list
 
 TEMPLATE = "governance/sessions/detail.html"
 
 
 @console_view()
+@replica_reads
 def detail(request: HttpRequest, session_id: int) -> HttpResponse:
     # Scoped lookup: another project's session id answers 404, not 403 (R1).
     session = get_scoped(request, selectors.sessions_for_page(), pk=session_id)
@@ -38,6 +39,7 @@ class SessionFilterForm(ListForm):
 
 
 @console_view()
+@replica_reads
 def index(request: HttpRequest) -> HttpResponse:
     form = SessionFilterForm.for_request(request)
     agents = list(

@@ -538,7 +538,11 @@ def what_if(request: HttpRequest, project: str, agent: str) -> HttpResponse:
     if not errors:
         typed, errors = merge_and_validate(active, form.cleaned_data)
         draft = typed or draft
-    context = {"agent": obj, **_live(request, obj, active, draft, typed=not errors, errors=errors)}
+    context = {
+        "agent": obj,
+        "active": obj.active_policy,
+        **_live(request, obj, active, draft, typed=not errors, errors=errors),
+    }
     if not is_htmx(request):
         return HttpResponseRedirect(_agent_url(obj))
     return _partial(request, AGENT_TEMPLATE, "live", context)

@@ -17,7 +17,7 @@ from tests.personas import PASSWORD, AgentPersona
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 # Set to a folder to keep screenshots of the pages at desktop and phone widths.
-SHOTS = os.environ.get("CONFLICT_SHOTS")
+SHOTS = os.environ.get("CONFLICT_SHOTS") or os.environ.get("SCREENSHOT_DIR")
 
 
 def shoot(page: Page, name: str) -> None:

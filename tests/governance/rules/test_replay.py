@@ -337,8 +337,8 @@ def test_side_by_side_places_each_candidate_under_both_plans() -> None:
             candidates,
             policy,
             now=NOW,
-            mode="new",
-            identity_verified=False,
+            mode="resume",
+            identity_verified=True,
             resume_hint=None,
             cached_static_block=None,
         )

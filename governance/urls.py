@@ -65,6 +65,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
         path(AGENT, policies.agent, name="agent"),
         path(f"{AGENT}questions", metrics.questions, name="questions"),
         path(f"{AGENT}draft", policies.save_draft, name="save_draft"),
+        path(f"{AGENT}what-if", policies.what_if, name="what_if"),
         path(f"{AGENT}draft/discard", policies.discard_draft, name="discard_draft"),
         path(f"{AGENT}publish", policies.publish, name="publish"),
         path(f"{AGENT}versions/<int:version>/rollback", policies.rollback, name="rollback"),

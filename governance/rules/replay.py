@@ -28,7 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from governance.rules import rendering
-from governance.rules.retrieval import Candidate
+from governance.rules.retrieval import Candidate, RetrievalPlan
 
 # The kind of the background job that runs a replay (models.Job.kind).
 JOB_KIND = "policy_replay"
@@ -368,3 +368,70 @@ class ReplayTally:
 
 def _change_row(change: ItemChange) -> dict[str, Any]:
     return {"fact_id": change.fact_id, "kind": change.kind, "reason": change.reason}
+
+
+# --- One retrieval re-ranked under two policies (the policy editor's preview) ----------
+
+
+@dataclass(frozen=True)
+class Placing:
+    """Where one candidate stands under one policy."""
+
+    rank: int | None  # 1 = best; None when a rule left it out before ranking (too old, not allowed…)
+    injected: bool
+    reason: str | None  # why it is left out, when it is
+    score: float | None  # the weighted total; None when it was not ranked
+
+
+@dataclass(frozen=True)
+class RankedPair:
+    fact_id: int
+    statement: str
+    kind: str
+    published: Placing
+    draft: Placing
+
+    @property
+    def moved(self) -> int:
+        """Places up (positive) or down (negative) under the draft; 0 if either side left it out."""
+        if self.published.rank is None or self.draft.rank is None:
+            return 0
+        return self.published.rank - self.draft.rank
+
+    @property
+    def places(self) -> int:
+        return abs(self.moved)
+
+    @property
+    def changed(self) -> bool:
+        """Injected under one policy and not the other."""
+        return self.published.injected != self.draft.injected
+
+
+def side_by_side(
+    candidates: Sequence[Candidate], published: RetrievalPlan, draft: RetrievalPlan
+) -> list[RankedPair]:
+    """Each candidate placed under both plans, in the draft's order (ranked first, then the rest).
+
+    The plans come from ``retrieval.plan_retrieval`` over the same candidates: this only reads
+    back the order and decisions the retrieval rules made.
+    """
+
+    def placings(plan: RetrievalPlan) -> dict[int, Placing]:
+        positions = {fact_id: position for position, fact_id in enumerate(plan.ranked, start=1)}
+        return {
+            d.fact_id: Placing(
+                rank=positions.get(d.fact_id),
+                injected=d.decision == "selected",
+                reason=d.reason,
+                score=d.scores.get("total") if d.fact_id in positions else None,
+            )
+            for d in plan.decisions
+        }
+
+    before, after = placings(published), placings(draft)
+    rows = [
+        RankedPair(c.fact_id, c.statement, c.kind, before[c.fact_id], after[c.fact_id]) for c in candidates
+    ]
+    unranked = len(rows) + 1
+    return sorted(rows, key=lambda r: (r.draft.rank or unranked, r.published.rank or unranked, r.fact_id))

@@ -128,6 +128,9 @@ class RetrievalPlan:
     context: str
     tokens_used: int
     token_budget: int
+    # Eligible candidates' fact ids, best first: the order the rules ranked them in, before
+    # duplicates, conflicts and the budget took some out (the policy editor shows it).
+    ranked: tuple[int, ...] = ()
 
 
 def age_in_days(since: datetime, now: datetime) -> int:
@@ -311,6 +314,7 @@ def plan_retrieval(
         context=context,
         tokens_used=used,
         token_budget=policy.token_budget,
+        ranked=tuple(candidates[i].fact_id for i in ranked),
     )
 
 

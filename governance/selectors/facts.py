@@ -288,7 +288,7 @@ class FactFilters:
 
 def fact_list(project_ids: list[int], filters: FactFilters, *, cursor: int | None, limit: int) -> Page[Fact]:
     """Facts of ``project_ids`` matching ``filters``, newest first: one query."""
-    from governance.selectors.search import matching, ranked
+    from governance.selectors.search import found
 
     qs = Fact.objects.filter(project_id__in=project_ids)
     if filters.project is not None:
@@ -302,7 +302,8 @@ def fact_list(project_ids: list[int], filters: FactFilters, *, cursor: int | Non
     if filters.source_type:
         qs = qs.filter(source_type=filters.source_type)
     if filters.text:
-        qs = ranked(qs, "statement", filters.text).filter(matching("statement", filters.text))
+        # Every match (no limit), through the indexes; the page then keeps its newest-first order.
+        qs = qs.filter(found(Fact, project_ids, filters.text))
     qs = qs.select_related("project", "principal", "agent").defer(
         "embedding", "summary_source", "summary_check", "project__source_caps"
     )

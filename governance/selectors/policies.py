@@ -138,6 +138,9 @@ class FreshnessRuler:
     recent: int
     confirm: int
     stale: int
+    # The ruler's length in days when it is drawn beside another (the longer one's span), so
+    # that both share a scale; 0 for its own.
+    scale_days: int = 0
 
     @property
     def span_days(self) -> int:
@@ -145,12 +148,16 @@ class FreshnessRuler:
         return max(1, round(self.confirm_days * 1.25))
 
     @property
+    def scale(self) -> int:
+        return max(self.scale_days, self.span_days)
+
+    @property
     def recent_percent(self) -> float:
-        return round(100 * self.recent_days / self.span_days, 1)
+        return round(100 * self.recent_days / self.scale, 1)
 
     @property
     def confirm_percent(self) -> float:
-        return round(100 * (self.confirm_days - self.recent_days) / self.span_days, 1)
+        return round(100 * (self.confirm_days - self.recent_days) / self.scale, 1)
 
     @property
     def recent_mid(self) -> float:

@@ -3,9 +3,12 @@
 Statements of facts and of writes that did not become one, people by their
 id, sessions by their id, retrievals by what the agent asked, and anything
 named by its labelled id ("F-12", "W-3", "#12"). Matching uses the indexes
-of migration 0031 through ``governance.models.search``. Every query is
-limited to the projects given, the ones the person may read; the tables with
-row-level security would refuse the rest anyway (governance/rls.py).
+of migration 0031: statements and questions through the search functions of
+migration 0035, which run the indexed match as the owner role (row-level
+security would otherwise keep the application role off the indexes) and
+return ids that are then read through the policy as usual. Every query is
+limited to the projects given, the ones the person may read; the functions
+and the tables' policies would refuse the rest anyway (governance/rls.py).
 
 One query per kind, five in all, whatever matches.
 """
@@ -17,6 +20,7 @@ from typing import Generic, TypeVar, cast
 
 from django.contrib.postgres.search import SearchRank
 from django.db.models import Case, IntegerField, Model, Q, QuerySet, Value, When
+from django.db.models.expressions import RawSQL
 
 from governance.models import Fact, Principal, RetrievalEvent, Session, Write
 from governance.models.search import search_query, search_vector
@@ -50,21 +54,44 @@ class SearchResults:
 
 
 def ranked(queryset: QuerySet[M], field: str, text: str) -> QuerySet[M]:
-    """Annotates ``search`` (the indexed vector of ``field``) and ``rank`` for ``matching``."""
+    """Annotates ``rank``, the one the search functions order by, to order the rows they found."""
     vector = search_vector(field)
-    annotated = queryset.annotate(search=vector, rank=SearchRank(vector, search_query(text)))
+    annotated = queryset.annotate(rank=SearchRank(vector, search_query(text)))
     # django-stubs widens the row type of an annotated generic queryset; rows are still M.
     return cast("QuerySet[M]", annotated)
 
 
-def matching(field: str, text: str) -> Q:
-    """Has the words of ``text`` (full text) or contains it (substring); needs ``ranked``."""
-    return Q(search=search_query(text)) | Q(**{f"{field}__icontains": text})
+# The SECURITY DEFINER function per table (migration 0035) and the column it matches.
+FUNCTIONS: dict[type[Model], str] = {
+    Fact: "governance_search_facts",
+    Write: "governance_search_writes",
+    RetrievalEvent: "governance_search_retrievals",
+}
 
 
-def text_matches(queryset: QuerySet[M], field: str, text: str) -> QuerySet[M]:
-    """The rows of ``queryset`` that match ``text``, best first: for the filtered lists."""
-    return ranked(queryset, field, text).filter(matching(field, text)).order_by("-rank", "-pk")
+def found(
+    model: type[Model],
+    project_ids: list[int],
+    text: str,
+    *,
+    limit: int | None = None,
+    statuses: tuple[str, ...] | None = None,
+) -> Q:
+    """The rows of ``project_ids`` matching ``text`` through the indexes: the best ``limit`` by rank.
+
+    The function returns only rows of projects that are both passed in and visible to the
+    current transaction (the check the row-level security policies make), so a wrong id in
+    ``project_ids`` finds nothing. It runs inside the query that reads the rows: no extra
+    round trip.
+    """
+    function = FUNCTIONS[model]
+    params: list[object] = [list(project_ids), text, limit]
+    extra = ""
+    if model is Write:
+        extra = ", %s::text[]"
+        params.append(list(statuses) if statuses is not None else None)
+    sql = f"SELECT id FROM {function}(%s::bigint[], %s::text, %s::integer{extra})"
+    return Q(pk__in=RawSQL(sql, params))
 
 
 def _named(reference: Reference | None, kind: str) -> int | None:
@@ -98,12 +125,14 @@ def search(project_ids: list[int], text: str) -> SearchResults:
     def by_words(queryset: QuerySet[M], field: str) -> QuerySet[M]:
         return ranked(queryset, field, words) if words else queryset
 
+    # Each function returns the best PER_KIND + 1 by rank, the rank the page orders by again.
+    top = PER_KIND + 1
     facts = _group(
         by_words(Fact.objects.filter(project_id__in=project_ids), "statement").select_related(
             "project", "principal"
         ),
         _named(reference, "fact"),
-        matching("statement", words) if words else None,
+        found(Fact, project_ids, words, limit=top) if words else None,
         ("-rank", "-pk"),
     )
     # A stored write is found as its fact; these are the ones waiting for a person or refused.
@@ -112,7 +141,7 @@ def search(project_ids: list[int], text: str) -> SearchResults:
             "project", "agent", "principal"
         ),
         _named(reference, "write"),
-        (matching("statement", words) & Q(status__in=UNSTORED)) if words else None,
+        found(Write, project_ids, words, limit=top, statuses=UNSTORED) if words else None,
         ("-rank", "-pk"),
     )
     people = _group(
@@ -133,7 +162,8 @@ def search(project_ids: list[int], text: str) -> SearchResults:
         # The listing shows the question, not the injected context.
         .defer("context", "reasons", "timings"),
         _named(reference, "retrieval"),
-        matching("query", words) if words else None,
-        ("-created_at", "-pk"),
+        found(RetrievalEvent, project_ids, words, limit=top) if words else None,
+        # By rank as the function chose them (newest first among equals), like facts and writes.
+        ("-rank", "-pk"),
     )
     return SearchResults(text, reference, facts, writes, people, sessions, retrievals)

@@ -382,13 +382,8 @@ class _Replayer:
         )
         if not events:
             return
-        recorded: dict[int, list[_Recorded]] = defaultdict(list)
-        fact_ids: set[int] = set()
-        for event in events:
-            for c in event.candidates:
-                relevance = c.scores.get("relevance", 0.0)
-                recorded[event.pk].append(_Recorded(c.fact_id, c.decision, c.reason, relevance, c.per_round))
-                fact_ids.add(c.fact_id)
+        recorded = {event.pk: _recorded(event) for event in events}
+        fact_ids = {row.fact_id for rows in recorded.values() for row in rows}
         for event in events:
             origin = self.origins.get(event.pk)
             if origin in self.static:
@@ -414,19 +409,7 @@ class _Replayer:
             # A reused block's own items are recorded as selected on the round that
             # reused it; the replay takes them from the round that computed it.
             recorded = [row for row in recorded if row.per_round]
-        candidates: list[retrieval.Candidate] = []
-        kinds: dict[int, str] = {}
-        extra: list[rules.Outcome] = []
-        approximate = False
-        for row in recorded:
-            snapshot = rules.snapshot_at(history.get(row.fact_id, ()), at)
-            if snapshot is None:
-                extra.append(rules.Outcome(row.fact_id, "excluded", rules.NOT_RECORDED))
-                continue
-            kinds[row.fact_id] = snapshot.kind
-            approximate = approximate or not snapshot.statement or row.fact_id in untracked
-            # Without a query no relevance was computed; the recorded 0.0 stands for "none".
-            candidates.append(rules.to_candidate(snapshot, row.relevance if event.query else None))
+        candidates, kinds, extra, approximate = _candidates_at(event, recorded, history, untracked)
 
         inherited: _StaticResult | None = None
         if event.static_block_cached:
@@ -460,16 +443,7 @@ class _Replayer:
         else:
             # Nothing was injected, so the resume hint cannot be read back (R9, R10).
             approximate = approximate or (event.mode == "resume" and not event.context)
-            plan = retrieval.plan_retrieval(
-                candidates,
-                draft,
-                now=at,
-                mode=event.mode,
-                identity_verified=event.identity_verified,
-                resume_hint=rules.resume_hint_of(event.context) if event.mode == "resume" else None,
-                cached_static_block=None,
-                rulings=rulings,
-            )
+            plan = _first_round(event, candidates, draft, rulings)
             if event.pk in self.needed:
                 self.static[event.pk] = _StaticResult(
                     block=plan.static_block,
@@ -502,6 +476,110 @@ class _Replayer:
             "round": event.round,
         }
         return comparison, info
+
+
+def _recorded(event: RetrievalEvent) -> list[_Recorded]:
+    return [
+        _Recorded(c.fact_id, c.decision, c.reason, c.scores.get("relevance", 0.0), c.per_round)
+        for c in event.candidates
+    ]
+
+
+def _candidates_at(
+    event: RetrievalEvent,
+    recorded: Sequence[_Recorded],
+    history: dict[int, list[rules.FactSnapshot]],
+    untracked: set[int],
+) -> tuple[list[retrieval.Candidate], dict[int, str], list[rules.Outcome], bool]:
+    """The event's candidates as their facts stood at its time: candidates, kinds, the ones not
+    recorded yet (as outcomes), and whether any was approximate (erased or untracked)."""
+    candidates: list[retrieval.Candidate] = []
+    kinds: dict[int, str] = {}
+    extra: list[rules.Outcome] = []
+    approximate = False
+    for row in recorded:
+        snapshot = rules.snapshot_at(history.get(row.fact_id, ()), event.created_at)
+        if snapshot is None:
+            extra.append(rules.Outcome(row.fact_id, "excluded", rules.NOT_RECORDED))
+            continue
+        kinds[row.fact_id] = snapshot.kind
+        approximate = approximate or not snapshot.statement or row.fact_id in untracked
+        # Without a query no relevance was computed; the recorded 0.0 stands for "none".
+        candidates.append(rules.to_candidate(snapshot, row.relevance if event.query else None))
+    return candidates, kinds, extra, approximate
+
+
+def _first_round(
+    event: RetrievalEvent,
+    candidates: Sequence[retrieval.Candidate],
+    policy: PolicySettings,
+    rulings: contradictions.PairRulings,
+) -> retrieval.RetrievalPlan:
+    """An event that computed its own session-start block, re-decided under ``policy``."""
+    return retrieval.plan_retrieval(
+        candidates,
+        policy,
+        now=event.created_at,
+        mode=event.mode,
+        identity_verified=event.identity_verified,
+        resume_hint=rules.resume_hint_of(event.context) if event.mode == "resume" else None,
+        cached_static_block=None,
+        rulings=rulings,
+    )
+
+
+# --- One retrieval re-ranked under the published policy and the draft (policy editor) ---
+
+PREVIEW_CHOICES = 6
+
+
+def preview_events(agent: Agent) -> list[RetrievalEvent]:
+    """The agent's latest retrievals a ranking preview can use: rounds that decided their own
+    candidates (not reusing a session's cached block) among at least two, newest first."""
+    return list(
+        RetrievalEvent.objects.filter(agent=agent, static_block_cached=False, candidate_count__gte=2)
+        .order_by("-created_at", "-id")
+        .only("id", "created_at", "query", "candidate_count", "mode", "agent_id", "project_id")[
+            :PREVIEW_CHOICES
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class RankingPreview:
+    event: RetrievalEvent
+    rows: list[rules.RankedPair]
+    published: retrieval.RetrievalPlan
+    draft: retrieval.RetrievalPlan
+    approximate: bool  # a statement erased since, or a fact from before history was kept
+
+    @property
+    def changed(self) -> int:
+        return sum(1 for row in self.rows if row.changed)
+
+
+def preview_ranking(
+    agent: Agent, event_id: int, published: PolicySettings, draft: PolicySettings
+) -> RankingPreview | None:
+    """One of ``preview_events`` re-decided under both policies, with the facts as they stood then.
+
+    The same pieces as a replay job (candidates rebuilt from history, reviewers' rulings,
+    ``retrieval.plan_retrieval``): a preview of one event agrees with a replay of it. Read-only.
+    """
+    event = (
+        RetrievalEvent.objects.filter(agent=agent, pk=event_id, static_block_cached=False)
+        .only(*_EVENT_FIELDS, "candidate_data", "agent_id")
+        .first()
+    )
+    if event is None:
+        return None
+    recorded = _recorded(event)
+    history, untracked = _history((row.fact_id for row in recorded), until=event.created_at)
+    candidates, _, _, approximate = _candidates_at(event, recorded, history, untracked)
+    rulings = conflicts.rulings_for(event.project_id, event.principal_id)
+    before = _first_round(event, candidates, published, rulings)
+    after = _first_round(event, candidates, draft, rulings)
+    return RankingPreview(event, rules.side_by_side(candidates, before, after), before, after, approximate)
 
 
 def _history(

@@ -13,6 +13,7 @@ full page cannot drift.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 from uuid import UUID
 
@@ -31,7 +32,7 @@ from governance.rules import replay as replay_rules
 from governance.rules.guard import DEFAULT_SOURCE_CAPS
 from governance.rules.labels import label_for
 from governance.rules.policy import BOUNDS as POLICY_BOUNDS
-from governance.rules.policy import ENCODINGS, FACT_KINDS, HELP, PolicySettings
+from governance.rules.policy import ENCODINGS, FACT_KINDS, HELP, PolicySettings, merge_and_validate
 from governance.rules.policy_changes import FieldChange, diff_settings
 from governance.rules.retrieval import REASONS
 from governance.selectors import policies as selectors
@@ -277,8 +278,37 @@ def _workspace(
         "relevance_floor": (draft.policy if draft else active).min_relevance,
         # Publishing without a finished preview of this very draft gets a warning.
         "previewed": draft is not None and _previewed(agent, draft.settings),
-        "freshness": _freshness_rulers(agent, active, draft.policy if draft else None),
+        **_live(request, agent, active, draft.policy if draft else None, typed=False),
         **_budget_chart(agent, active, draft.policy if draft else None),
+    }
+
+
+def _live(
+    request: HttpRequest,
+    agent: Agent,
+    active: PolicySettings,
+    draft: PolicySettings | None,
+    *,
+    typed: bool,
+    errors: dict[str, list[str]] | None = None,
+) -> dict[str, Any]:
+    """What follows the draft as it is typed: the freshness rulers and one retrieval re-ranked.
+
+    ``typed``: the draft is the form's unsaved values (the htmx refresh), not the saved draft.
+    """
+    choices = replay_service.preview_events(agent)
+    wanted = request.GET.get("event", "")
+    chosen = next((e for e in choices if str(e.pk) == wanted), choices[0] if choices else None)
+    ranking = None
+    if chosen is not None:
+        ranking = replay_service.preview_ranking(agent, chosen.pk, active, draft or active)
+    return {
+        "freshness": _freshness_rulers(agent, active, draft),
+        "ranking": ranking,
+        "ranking_events": choices,
+        "ranking_draft": draft is not None and draft != active,
+        "ranking_typed": typed,
+        "live_errors": errors or {},
     }
 
 
@@ -315,14 +345,18 @@ def _previewed(agent: Agent, draft_settings: dict[str, Any]) -> bool:
 def _freshness_rulers(
     agent: Agent, active: PolicySettings, draft: PolicySettings | None
 ) -> list[selectors.FreshnessRuler]:
-    """The tiers as rulers with this agent's active facts counted in each, for the version and the draft."""
+    """The tiers as rulers with this agent's active facts counted in each, for the version and the draft.
+
+    Both on one scale (the longer of the two), so a tier that grows is drawn longer.
+    """
     rulers = [selectors.freshness_ruler(agent, "Active version", active.recent_days, active.confirm_days)]
     if draft is not None and (draft.recent_days, draft.confirm_days) != (
         active.recent_days,
         active.confirm_days,
     ):
         rulers.append(selectors.freshness_ruler(agent, "Draft", draft.recent_days, draft.confirm_days))
-    return rulers
+    span = max(ruler.span_days for ruler in rulers)
+    return [replace(ruler, scale_days=span) for ruler in rulers]
 
 
 def _agent_page(request: HttpRequest, agent: Agent, status: int = 200, **workspace: Any) -> HttpResponse:
@@ -484,6 +518,34 @@ def source_caps(request: HttpRequest, project: str) -> HttpResponse:
 @console_view()
 def agent(request: HttpRequest, project: str, agent: str) -> HttpResponse:
     return _agent_page(request, _agent(request, project, agent))
+
+
+@console_view()
+def what_if(request: HttpRequest, project: str, agent: str) -> HttpResponse:
+    """The rulers and the ranking preview for the values in the form, saved or not (htmx, GET).
+
+    Changes nothing. Values the policy rules refuse leave the preview on the saved draft and
+    say which field to fix.
+    """
+    obj = _agent(request, project, agent)
+    active = _active_policy(obj)
+    saved = selectors.draft_of(obj)
+    form = PolicyForm(request.GET)
+    draft: PolicySettings | None = saved.policy if saved else None
+    errors: dict[str, list[str]] = {}
+    if not form.is_valid():
+        errors = {name: [str(m) for m in messages_] for name, messages_ in form.errors.items()}
+    if not errors:
+        typed, errors = merge_and_validate(active, form.cleaned_data)
+        draft = typed or draft
+    context = {
+        "agent": obj,
+        "active": obj.active_policy,
+        **_live(request, obj, active, draft, typed=not errors, errors=errors),
+    }
+    if not is_htmx(request):
+        return HttpResponseRedirect(_agent_url(obj))
+    return _partial(request, AGENT_TEMPLATE, "live", context)
 
 
 @require_POST

@@ -17,7 +17,7 @@ from tests.personas import PASSWORD, AgentPersona
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 # Set to a folder to keep screenshots of the pages at desktop and phone widths.
-SHOTS = os.environ.get("CONFLICT_SHOTS")
+SHOTS = os.environ.get("CONFLICT_SHOTS") or os.environ.get("SCREENSHOT_DIR")
 
 
 def shoot(page: Page, name: str) -> None:
@@ -56,6 +56,10 @@ def test_a_reviewer_keeps_both_sides_of_a_possible_conflict(page: Page, live_ser
     item = page.locator("article.review-item").filter(has_text="York")
     expect(item.locator("h3").filter(has_text="May contradict an older fact")).to_be_visible()
     expect(item.locator(".diff-old")).to_contain_text("I live in Leeds.")
+    # Both are facts already: nothing is "proposed"; the card says which is which.
+    expect(item.locator("h3").filter(has_text="Newer statement")).to_be_visible()
+    expect(item.locator("h3").filter(has_text="Proposed statement")).to_have_count(0)
+    expect(item.locator(".diff-old h4")).to_contain_text("Older · Fact #")
     expect(item.locator(".diff-new")).to_contain_text("York")
     expect(item).to_contain_text("May contradict a current fact")
     expect(item).not_to_contain_text("possible_conflict")

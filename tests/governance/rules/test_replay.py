@@ -23,6 +23,7 @@ from governance.rules.replay import (
     histogram,
     percentile,
     resume_hint_of,
+    side_by_side,
     snapshot_at,
     static_block_of,
     to_candidate,
@@ -320,3 +321,39 @@ def test_a_tagged_hint_reads_back_with_its_provenance() -> None:
     assert back == rendering.ResumeHint("Was comparing plans", "session:s-1#1..9", 2, 3)
     # Re-rendering what was read back gives the same bytes: replay stays faithful.
     assert rendering.render_static_block("resume", back, [], [Item("Likes tea")]) == static
+
+
+# --- one retrieval under two policies (the policy editor's ranking preview) ---------------
+
+
+def test_side_by_side_places_each_candidate_under_both_plans() -> None:
+    fresh = to_candidate(snap(1, last_verified_at=NOW - 1 * DAY), 0.2)
+    relevant = to_candidate(snap(2, last_verified_at=NOW - 20 * DAY), 0.9)
+    too_old = to_candidate(snap(3, last_verified_at=NOW - 400 * DAY), 0.9)
+    candidates = [fresh, relevant, too_old]
+
+    def plan(policy: PolicySettings) -> Any:
+        return plan_retrieval(
+            candidates,
+            policy,
+            now=NOW,
+            mode="resume",
+            identity_verified=True,
+            resume_hint=None,
+            cached_static_block=None,
+        )
+
+    published = plan(PolicySettings(weight_relevance=0.0, weight_freshness=1.0, weight_confidence=0.0))
+    draft = plan(
+        PolicySettings(weight_relevance=1.0, weight_freshness=0.0, weight_confidence=0.0, max_items=1)
+    )
+    assert published.ranked == (1, 2) and draft.ranked == (2, 1)
+
+    rows = {row.fact_id: row for row in side_by_side(candidates, published, draft)}
+    assert [row.fact_id for row in side_by_side(candidates, published, draft)] == [2, 1, 3]
+    assert rows[2].moved == 1 and rows[2].draft.injected and not rows[2].changed
+    assert rows[1].moved == -1 and rows[1].places == 1 and rows[1].changed
+    assert rows[1].draft.reason == "over_budget" and rows[1].draft.rank == 2
+    # Left out before ranking (too old to inject at all): no rank, no score, on either side.
+    assert rows[3].published.rank is None and rows[3].draft.score is None and rows[3].moved == 0
+    assert rows[3].published.reason == rows[3].draft.reason == "stale"

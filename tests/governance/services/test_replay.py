@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -19,6 +20,7 @@ from governance.models import Job, RetrievalEvent
 from governance.models.jobs import JobStatus
 from governance.rules import replay as replay_rules
 from governance.rules import retrieval
+from governance.rules.policy import PolicySettings
 from governance.rules.rendering import CONFIRM_LINE, PRINCIPAL_HEADING, PRIORITY, RESUME_LINE
 from governance.rules.tokens import count_tokens
 from governance.services import policies, replay
@@ -366,3 +368,39 @@ def test_real_worker_replay_can_be_cancelled_while_it_runs(project, real_worker)
     assert job.status == JobStatus.CANCELLED
     assert result_of(job)["cancelled"] is True
     assert 0 < result_of(job)["events"] < 6001
+
+
+# --- one retrieval re-ranked for the policy editor (issue 16) ---------------------------------
+
+
+def test_a_ranking_preview_under_the_published_policy_reproduces_the_recorded_retrieval(support_bot):
+    write(support_bot, "Uses a screen reader", days_ago=1)
+    write(support_bot, "Prefers invoices by email", days_ago=3)
+    recorded = retrieve(support_bot, session="s-1")
+    event = RetrievalEvent.objects.get(pk=recorded["retrieval_id"])
+    published = support_bot.agent.active_policy.policy
+
+    preview = replay.preview_ranking(support_bot.agent, event.pk, published, replace(published, max_items=1))
+
+    assert preview is not None
+    assert [item.fact_id for item in preview.published.selected] == event.selected_fact_ids
+    assert preview.published.tokens_used == event.tokens_used
+    assert [item.fact_id for item in preview.draft.selected] == event.selected_fact_ids[:1]
+    assert preview.changed == 1
+
+
+def test_only_this_agents_first_rounds_of_two_facts_or_more_are_offered(support_bot, project):
+    write(support_bot, "Uses a screen reader", days_ago=1)
+    first = retrieve(support_bot, session="s-1")["retrieval_id"]  # one fact: nothing to re-rank
+    write(support_bot, "Prefers invoices by email", days_ago=3)
+    two = retrieve(support_bot, session="s-2")["retrieval_id"]
+    other = make_agent(project, "sales-bot")
+    write(other, "Prefers calls", days_ago=1)
+    write(other, "Lives in Leeds", days_ago=1)
+    theirs = retrieve(other, session="x")["retrieval_id"]
+
+    offered = [event.pk for event in replay.preview_events(support_bot.agent)]
+
+    assert two in offered and first not in offered and theirs not in offered
+    assert all(e.candidate_count >= 2 for e in replay.preview_events(support_bot.agent))
+    assert replay.preview_ranking(support_bot.agent, theirs, PolicySettings(), PolicySettings()) is None

@@ -368,3 +368,87 @@ def test_budget_is_drawn_over_a_histogram_of_recent_token_use(pat, support_bot, 
     within = re.findall(r'class="bar s0"[^>]*data-value="(\d+)"', section)
     over = re.findall(r'class="bar s1"[^>]*data-value="(\d+)"', section)
     assert sorted(map(int, within)) == [1, 1] and over == ["1"]
+
+
+# --- The ranking preview and the rulers that follow the draft (issue 16) ---------------------
+
+
+def two_facts_and_a_retrieval(support_bot):
+    newer = write(support_bot, "Uses a screen reader", days_ago=1)
+    older = write(support_bot, "Prefers invoices by email", days_ago=3)
+    event = retrieve(support_bot, session="s-1")
+    return newer["fact"]["id"], older["fact"]["id"], event["retrieval_id"]
+
+
+def ranked_row(html: str, fact_id: int) -> str:
+    return html.split(f'data-fact="{fact_id}"')[1].split("</tr>")[0]
+
+
+def test_the_ranking_preview_shows_a_real_retrieval_under_both_policies(pat, support_bot, policy_editor):
+    newer, older, _ = two_facts_and_a_retrieval(support_bot)
+    policy_service.save_draft(support_bot.agent, {"max_items": 1}, user=policy_editor)
+
+    html = pat.get(AGENT).content.decode()
+
+    assert "Ranking: one recent retrieval under both policies" in html
+    first, second = ranked_row(html, newer), ranked_row(html, older)
+    assert "#1" in first and "Same place" in first
+    assert first.count("injected") == 2
+    # One item at most under the draft: the second one is left out, in words.
+    assert "Drops out" in second and "left out: over the token budget" in second
+    assert "1 fact would go in or out." in html
+
+
+def test_what_if_follows_typed_values_without_saving_them(pat, support_bot):
+    _, older, _ = two_facts_and_a_retrieval(support_bot)
+
+    response = pat.get(f"{AGENT}what-if", form_data(max_items=1, recent_days=2, confirm_days=60), **HTMX)
+
+    html = response.content.decode()
+    assert response.status_code == 200 and html.lstrip().startswith('<div id="live"')
+    assert "the values typed above (not saved)" in html
+    assert "Drops out" in ranked_row(html, older)
+    # The rulers follow too, on one scale: 75 days (60 x 1.25) for both.
+    assert "Values typed: recent up to 2 days, re-confirm up to 60 days" in html
+    assert html.count('data-scale="75"') == 2
+    assert not PolicyDraft.objects.filter(agent=support_bot.agent).exists()
+
+
+def test_what_if_with_refused_values_says_so_and_keeps_the_saved_draft(pat, support_bot):
+    two_facts_and_a_retrieval(support_bot)
+    html = pat.get(f"{AGENT}what-if", form_data(confirm_days=3), **HTMX).content.decode()
+    assert 'id="live-errors"' in html and "Must be greater than" in html
+    assert "Values typed" not in html
+
+
+def test_the_person_picks_which_retrieval_to_re_rank(pat, support_bot):
+    two_facts_and_a_retrieval(support_bot)
+    earlier = retrieve(support_bot, session="s-2")["retrieval_id"]
+    html = pat.get(f"{AGENT}?event={earlier}").content.decode()
+    assert f'<option value="{earlier}" selected>' in html
+
+
+def test_without_a_retrieval_of_two_facts_there_is_nothing_to_re_rank(pat, support_bot):
+    write(support_bot, "Uses a screen reader", days_ago=1)
+    retrieve(support_bot, session="s-1")
+    html = pat.get(AGENT).content.decode()
+    assert "nothing to re-rank" in html
+
+
+def test_another_agents_retrieval_cannot_be_previewed_here(pat, support_bot, project):
+    mine = two_facts_and_a_retrieval(support_bot)[2]
+    other = make_agent(project, "sales-bot")
+    write(other, "Prefers calls", days_ago=1)
+    write(other, "Lives in Leeds", days_ago=1)
+    theirs = retrieve(other, session="x")["retrieval_id"]
+    html = pat.get(f"{AGENT}?event={theirs}").content.decode()
+    assert f'<option value="{mine}" selected>' in html and f'value="{theirs}"' not in html
+
+
+def test_the_published_and_draft_rulers_share_one_scale(pat, support_bot, policy_editor):
+    policy_service.save_draft(support_bot.agent, {"recent_days": 20, "confirm_days": 90}, user=policy_editor)
+    html = pat.get(AGENT).content.decode()
+    # The longer ruler (90 x 1.25 days) sets the scale: version 1's 7 days are 6.2 % of it.
+    assert html.count('data-scale="112"') == 2
+    active = html.split('data-ruler="0"')[1].split('data-ruler="1"')[0]
+    assert 'class="tier recent" x="0" y="0" width="6.2%"' in active

@@ -34,6 +34,9 @@ SETTING = "memoryadmin.projects"
 EVERY_PROJECT = "all"
 # The tables under a policy; a statement that names none of them cannot read them.
 TABLES = ("governance_fact", "governance_write", "governance_retrievalevent", "governance_auditentry")
+# SECURITY DEFINER functions that apply the same check themselves (migration
+# 0036): a statement calling one needs the setting as much as one naming a table.
+SCOPED_FUNCTIONS = ("governance_events_with_candidate", "governance_events_with_selected")
 
 
 class ProjectScope:
@@ -103,7 +106,7 @@ _ROW_STATEMENTS = frozenset({"SELECT", "INSERT", "UPDATE", "DELETE", "WITH", "ME
 
 
 def _reads_or_writes_a_table(sql: str) -> bool:
-    if not any(table in sql for table in TABLES):
+    if not any(name in sql for name in (*TABLES, *SCOPED_FUNCTIONS)):
         return False
     first = sql.lstrip(" (\n\t").split(None, 1)
     return bool(first) and first[0].upper() in _ROW_STATEMENTS

@@ -34,9 +34,10 @@ SETTING = "memoryadmin.projects"
 EVERY_PROJECT = "all"
 # The tables under a policy; a statement that names none of them cannot read them.
 TABLES = ("governance_fact", "governance_write", "governance_retrievalevent", "governance_auditentry")
-# The search functions of migration 0035 read those tables as their owner and make the policies'
-# check themselves, so a statement calling one needs the setting as much as one naming a table.
-SCOPED = (*TABLES, "governance_search_")
+# SECURITY DEFINER functions that read those tables as their owner and make the
+# policies' check themselves (search, migration 0035; the events naming a fact,
+# 0036): a statement calling one needs the setting as much as one naming a table.
+SCOPED = (*TABLES, "governance_search_", "governance_events_with_")
 
 
 class ProjectScope:

@@ -10,6 +10,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models import Q
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from governance.models.facts import Fact
@@ -19,6 +20,19 @@ from governance.models.projects import Agent, Principal, Project
 from governance.models.search import full_text_index, substring_index
 from governance.models.sessions import Session
 from governance.rules.retrieval import MODES, REASONS
+
+
+def events_naming(fact_id: int, *, selected: bool = False) -> RawSQL:
+    """The ids of the events that had ``fact_id`` among their candidates (or injected it).
+
+    For ``pk__in=``: a SECURITY DEFINER function (migration 0036) reads the GIN
+    index, which the application role cannot use under row-level security, and
+    applies the same project check as the policy; the caller's query on the
+    events themselves is still bound by it.
+    """
+    function = "governance_events_with_selected" if selected else "governance_events_with_candidate"
+    return RawSQL(f"SELECT {function}(%s)", [fact_id])
+
 
 # The order of a candidate's scores in its stored form.
 SCORE_KEYS = ("relevance", "freshness", "confidence", "total")

@@ -30,7 +30,7 @@ from governance.models import (
     Supersession,
     Write,
 )
-from governance.models.retrievals import decode_candidates
+from governance.models.retrievals import decode_candidates, events_naming
 from governance.selectors import cursors
 from governance.selectors.cursors import InvalidCursor
 from governance.selectors.facts import ChainLink, HistoryRow, fact_history, supersession_chain
@@ -245,7 +245,7 @@ def retrieval_events(project_ids: list[int], filters: HistoryFilters) -> QuerySe
     if filters.principal:
         qs = qs.filter(principal__in=_principals(project_ids, filters.principal))
     if filters.fact is not None:
-        qs = qs.filter(candidate_fact_ids__contains=[filters.fact])
+        qs = qs.filter(pk__in=events_naming(filters.fact))
     return qs
 
 
@@ -566,7 +566,7 @@ def fact_timeline(fact: Fact) -> FactTimeline:
                 supersession=link,
             )
         )
-    retrievals = RetrievalEvent.objects.filter(candidate_fact_ids__contains=[fact.pk])
+    retrievals = RetrievalEvent.objects.filter(pk__in=events_naming(fact.pk))
     total = retrievals.count()
     shown = list(
         retrievals.order_by("-created_at", "-id").values_list(

@@ -12,7 +12,7 @@ from django.db.models import CharField, FloatField, Max, Q, QuerySet, Value
 from pgvector.django import CosineDistance
 
 from governance.models import Agent, CandidateRecord, Fact, Principal, Project, RetrievalEvent, Session
-from governance.models.retrievals import decode_candidates
+from governance.models.retrievals import decode_candidates, events_naming
 from governance.rules.policy import BOUNDS as POLICY_BOUNDS
 from governance.rules.policy import PolicySettings
 from governance.rules.retrieval import Candidate, age_in_days, freshness_tier
@@ -489,8 +489,8 @@ def selected_fact_ids(event_id: int) -> list[int]:
 
 
 def events_with_candidate(fact_id: int) -> QuerySet[RetrievalEvent]:
-    """The retrieval events that had this fact among their candidates (a GIN index answers it)."""
-    return RetrievalEvent.objects.filter(candidate_fact_ids__contains=[fact_id])
+    """The retrieval events that had this fact among their candidates (through its GIN index)."""
+    return RetrievalEvent.objects.filter(pk__in=events_naming(fact_id))
 
 
 def fact_candidate_history(

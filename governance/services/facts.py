@@ -19,6 +19,7 @@ from governance.models import (
     Tombstone,
     Write,
 )
+from governance.models.retrievals import events_naming
 from governance.models.writes import REVIEWABLE
 from governance.rules import identifiers
 from governance.rules import withdrawal as withdrawal_rules
@@ -492,7 +493,9 @@ def _invalidate_session_blocks(fact_ids: list[int]) -> int:
 
 def _flag_derived_summaries(fact: Fact) -> list[int]:
     """Summaries of sessions that were given this fact may repeat it: mark them for review."""
-    sessions = RetrievalEvent.objects.filter(selected_fact_ids__contains=[fact.pk]).values("session_id")
+    sessions = RetrievalEvent.objects.filter(pk__in=events_naming(fact.pk, selected=True)).values(
+        "session_id"
+    )
     session_summary_ids = Session.objects.filter(pk__in=sessions, summary_fact__isnull=False).values(
         "summary_fact_id"
     )

@@ -26,6 +26,7 @@ from django.db import connection, models, transaction
 from django.db.models import Q
 
 from governance.models import AuditEntry, Fact, Project, RetrievalEvent, Write
+from governance.models.retrievals import events_naming
 from governance.rules import guard, supersession
 from governance.rules.rendering import memory_text, single_line
 from governance.services import audit, checkpoints
@@ -316,7 +317,7 @@ def _scrub_quoting_writes(cursor: Any, fact: Fact, own: list[int], forms: list[s
 def _redact_retrievals(cursor: Any, fact: Fact, forms: list[str]) -> dict[int, str]:
     """Retrieval text that injected the statement, including later rounds of the same
     sessions, which re-served the cached block without selecting the fact again (R12)."""
-    selected = RetrievalEvent.objects.filter(selected_fact_ids__contains=[fact.pk])
+    selected = RetrievalEvent.objects.filter(pk__in=events_naming(fact.pk, selected=True))
     sessions = selected.filter(session__isnull=False).values("session_id")
     events = RetrievalEvent.objects.filter(Q(pk__in=selected.values("pk")) | Q(session_id__in=sessions))
     ids = list(events.values_list("pk", flat=True))

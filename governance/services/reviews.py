@@ -20,6 +20,7 @@ from governance.models import (
     Tombstone,
     Write,
 )
+from governance.models.retrievals import events_naming
 from governance.models.writes import REVIEWABLE
 from governance.rules import identifiers
 from governance.rules.text import statement_fingerprint
@@ -318,7 +319,7 @@ def _refuse_undo_of_approval(fact: Fact | None) -> None:
             "The decision can no longer be undone: the approved fact already replaced an older one. "
             "Correct it from the fact's page instead."
         )
-    if RetrievalEvent.objects.filter(selected_fact_ids__contains=[fact.pk]).exists():
+    if RetrievalEvent.objects.filter(pk__in=events_naming(fact.pk, selected=True)).exists():
         raise UndoRefused(
             "The decision can no longer be undone: an agent has already been given the approved fact."
         )

@@ -366,6 +366,13 @@ def _seed_events(cursor: Any, agent: Any, events: int) -> None:
         [agent.project_id],
     )
     facts = cursor.fetchone()[0]
+    cursor.execute("SELECT to_regproc('governance_create_retrieval_partition') IS NOT NULL")
+    if cursor.fetchone()[0]:
+        # Monthly partitions (migration 0034): the seeded month has its own, as the upkeep job makes it.
+        cursor.execute(
+            "SELECT governance_create_retrieval_partition("
+            "date_trunc('month', now() - interval '30 days')::date)"
+        )
     params = {
         "project": agent.project_id,
         "agent": agent.pk,

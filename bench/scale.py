@@ -448,10 +448,12 @@ def _candidate_rows(cursor: Any) -> bool:
 
 # The floor's candidate rows: the issue defines the floor with 20 candidate rows,
 # so a checkout without that table gets one of the same shape, for the floor only.
+# No foreign key to the event: a partitioned table (migration 0034) can only be
+# referenced by its whole key (id, created_at).
 FLOOR_CANDIDATES = """
 CREATE TABLE IF NOT EXISTS bench_floor_candidate (
     id bigserial PRIMARY KEY,
-    event_id bigint NOT NULL REFERENCES governance_retrievalevent (id) DEFERRABLE INITIALLY DEFERRED,
+    event_id bigint NOT NULL,
     fact_id bigint NOT NULL REFERENCES governance_fact (id) DEFERRABLE INITIALLY DEFERRED,
     decision varchar(16) NOT NULL, reason varchar(32), rank integer, tier varchar(16),
     age_days integer NOT NULL, per_round boolean NOT NULL, scores jsonb NOT NULL, tokens integer NOT NULL

@@ -1,4 +1,4 @@
-"""Reads for auditors: the history across the audit trail and retrievals, its export, a fact's timeline.
+"""Reads for auditors: the history across the audit trail and retrievals, its export, the chain's check.
 
 The history merges two append-only sources, ``AuditEntry`` (facts, writes,
 decisions, policies, keys and tokens, projects, sessions) and
@@ -22,7 +22,6 @@ from django.db.models.query import EmptyQuerySet
 
 from governance.models import (
     AuditEntry,
-    CandidateRecord,
     Fact,
     Principal,
     RetrievalEvent,
@@ -30,10 +29,9 @@ from governance.models import (
     Supersession,
     Write,
 )
-from governance.models.retrievals import decode_candidates
+from governance.rules.audit import BrokenLink, first_broken_link
 from governance.selectors import cursors
 from governance.selectors.cursors import InvalidCursor
-from governance.selectors.facts import ChainLink, HistoryRow, fact_history, supersession_chain
 
 AUDIT = "audit"
 RETRIEVAL = "retrieval"
@@ -501,89 +499,19 @@ def export_items(
     )
 
 
-# --- A fact's full timeline --------------------------------------------------------
-
-CANDIDATE_LIMIT = 200
+# --- Checking the chain --------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class TimelineEvent:
-    at: datetime
-    kind: str  # audit | history | supersession | retrieval
-    label: str
-    actor: str = ""
-    reason: str = ""
-    detail: str = ""
-    audit: AuditEntry | None = None
-    history: HistoryRow | None = None
-    supersession: ChainLink | None = None
-    candidate: CandidateRecord | None = None
-
-
-@dataclass(frozen=True)
-class FactTimeline:
-    fact: Fact
-    events: list[TimelineEvent]
-    retrievals_total: int
-    retrievals_shown: int
-    tombstone: Any
-
-
-def fact_timeline(fact: Fact) -> FactTimeline:
-    """Audit entries, row history, supersessions and retrieval decisions of one fact, oldest first."""
-    events: list[TimelineEvent] = []
-    entries = (
-        audit_entries([fact.project_id], HistoryFilters(fact=fact.pk))
-        .select_related("actor_user")
-        .order_by("created_at", "id")
+def verify_chain(project_id: int | None = None) -> BrokenLink | None:
+    """Walk each project's chain in order (or only ``project_id``'s); the first broken link, if any."""
+    projects = (
+        [project_id]
+        if project_id is not None
+        else list(AuditEntry.objects.order_by().values_list("project_id", flat=True).distinct())
     )
-    for entry in entries:
-        events.append(
-            TimelineEvent(
-                at=entry.created_at,
-                kind="audit",
-                label=entry.action,
-                actor=entry.actor,
-                reason=entry.reason,
-                detail=f"#{entry.sequence} {entry.object_type}:{entry.object_id}",
-                audit=entry,
-            )
-        )
-    for row in fact_history(fact):
-        events.append(TimelineEvent(at=row.at, kind="history", label=row.label, actor=row.actor, history=row))
-    for link in supersession_chain(fact):
-        if fact.pk not in (link.old_fact, link.new_fact):
-            continue
-        events.append(
-            TimelineEvent(
-                at=link.at,
-                kind="supersession",
-                label=f"fact {link.old_fact} → fact {link.new_fact}",
-                actor=link.decided_by,
-                reason=link.reason,
-                supersession=link,
-            )
-        )
-    retrievals = RetrievalEvent.objects.filter(candidate_fact_ids__contains=[fact.pk])
-    total = retrievals.count()
-    shown = list(
-        retrievals.order_by("-created_at", "-id").values_list(
-            "id", "created_at", "agent__slug", "candidate_data"
-        )[:CANDIDATE_LIMIT]
-    )
-    for event_id, at, agent_slug, data in shown:
-        candidate = next(c for c in decode_candidates(event_id, data) if c.fact_id == fact.pk)
-        events.append(
-            TimelineEvent(
-                at=at,
-                kind="retrieval",
-                label=candidate.decision,
-                actor=f"agent:{agent_slug}",
-                reason=candidate.reason or "",
-                candidate=candidate,
-            )
-        )
-    order = {"history": 0, "audit": 1, "supersession": 2, "retrieval": 3}
-    events.sort(key=lambda e: (e.at, order[e.kind]))
-    tombstone = getattr(fact, "tombstone", None) if fact.status == "withdrawn" else None
-    return FactTimeline(fact, events, total, len(shown), tombstone)
+    for pid in sorted(projects, key=lambda p: (p is None, p or 0)):
+        chain = AuditEntry.objects.filter(project_id=pid).order_by("sequence").iterator(chunk_size=2000)
+        broken = first_broken_link(pid, chain)
+        if broken is not None:
+            return broken
+    return None

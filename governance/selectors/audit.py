@@ -308,85 +308,16 @@ def history_page(
     audit_ids = [row_id for _, rank, row_id in page if rank == SOURCE_RANK[AUDIT]]
     event_ids = [row_id for _, rank, row_id in page if rank == SOURCE_RANK[RETRIEVAL]]
     by_key: dict[tuple[int, int], HistoryItem] = {}
-    for entry in AuditEntry.objects.filter(pk__in=audit_ids).select_related("project"):
-        by_key[(SOURCE_RANK[AUDIT], entry.pk)] = _audit_item(entry)
-    events = RetrievalEvent.objects.filter(pk__in=event_ids).select_related(
-        "project", "agent", "principal", "session", "policy_version"
-    )
-    for event in events:
-        by_key[(SOURCE_RANK[RETRIEVAL], event.pk)] = _retrieval_item(event)
+    for row in AuditEntry.objects.filter(pk__in=audit_ids).values(*AUDIT_FIELDS):
+        by_key[(SOURCE_RANK[AUDIT], row["id"])] = _audit_item(row)
+    for row in RetrievalEvent.objects.filter(pk__in=event_ids).values(*RETRIEVAL_FIELDS):
+        by_key[(SOURCE_RANK[RETRIEVAL], row["id"])] = _retrieval_item(row)
     items = [by_key[(rank, row_id)] for _, rank, row_id in page if (rank, row_id) in by_key]
     return HistoryPage(items, items[-1].cursor if more and items else None)
 
 
-def _audit_item(entry: AuditEntry) -> HistoryItem:
-    return HistoryItem(
-        source=AUDIT,
-        id=entry.pk,
-        created_at=entry.created_at,
-        project=entry.project.slug if entry.project else "",
-        actor=entry.actor,
-        action=entry.action,
-        object_type=entry.object_type,
-        object_id=entry.object_id,
-        reason=entry.reason,
-        data=entry.data if isinstance(entry.data, dict) else {"value": entry.data},
-        sequence=entry.sequence,
-        request_id=entry.request_id,
-        previous_hash=entry.previous_hash,
-        entry_hash=entry.entry_hash,
-    )
-
-
-def _retrieval_data(row: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "agent": row["agent__slug"],
-        "session": row["session__external_id"],
-        "round": row["round"],
-        "mode": row["mode"],
-        "identity_verified": row["identity_verified"],
-        "policy_version": row["policy_version__version"],
-        "tokens_used": row["tokens_used"],
-        "token_budget": row["token_budget"],
-        "candidates": row["candidate_count"],
-        "excluded": row["excluded_count"],
-        "reasons": row["reasons"],
-        "static_block_cached": row["static_block_cached"],
-    }
-
-
-def _retrieval_item(event: RetrievalEvent) -> HistoryItem:
-    row = {
-        "agent__slug": event.agent.slug,
-        "session__external_id": event.session.external_id if event.session else None,
-        "round": event.round,
-        "mode": event.mode,
-        "identity_verified": event.identity_verified,
-        "policy_version__version": event.policy_version.version,
-        "tokens_used": event.tokens_used,
-        "token_budget": event.token_budget,
-        "candidate_count": event.candidate_count,
-        "excluded_count": event.excluded_count,
-        "reasons": event.reasons,
-        "static_block_cached": event.static_block_cached,
-    }
-    return HistoryItem(
-        source=RETRIEVAL,
-        id=event.pk,
-        created_at=event.created_at,
-        project=event.project.slug,
-        actor=f"agent:{event.agent.slug}",
-        action=RETRIEVAL_ACTION,
-        object_type="retrievalevent",
-        object_id=str(event.pk),
-        data=_retrieval_data(row),
-        principal=event.principal.external_id if event.principal else None,
-    )
-
-
-# --- Export: the same rows, oldest first, streamed -------------------------------
-
-AUDIT_EXPORT_FIELDS = (
+# What a row of each source is read as, for a page and for the export alike.
+AUDIT_FIELDS = (
     "id",
     "project__slug",
     "sequence",
@@ -401,7 +332,8 @@ AUDIT_EXPORT_FIELDS = (
     "previous_hash",
     "entry_hash",
 )
-RETRIEVAL_EXPORT_FIELDS = (
+# The query and the injected context are memory text, not audit data: never read here.
+RETRIEVAL_FIELDS = (
     "id",
     "project__slug",
     "created_at",
@@ -419,6 +351,59 @@ RETRIEVAL_EXPORT_FIELDS = (
     "reasons",
     "static_block_cached",
 )
+
+
+def _audit_item(row: dict[str, Any]) -> HistoryItem:
+    """A history row from an audit entry's ``AUDIT_FIELDS``."""
+    return HistoryItem(
+        source=AUDIT,
+        id=row["id"],
+        created_at=row["created_at"],
+        project=row["project__slug"] or "",
+        actor=row["actor"],
+        action=row["action"],
+        object_type=row["object_type"],
+        object_id=row["object_id"],
+        reason=row["reason"],
+        data=row["data"] if isinstance(row["data"], dict) else {"value": row["data"]},
+        sequence=row["sequence"],
+        request_id=row["request_id"],
+        previous_hash=row["previous_hash"],
+        entry_hash=row["entry_hash"],
+    )
+
+
+def _retrieval_item(row: dict[str, Any]) -> HistoryItem:
+    """A history row from a retrieval event's ``RETRIEVAL_FIELDS``."""
+    return HistoryItem(
+        source=RETRIEVAL,
+        id=row["id"],
+        created_at=row["created_at"],
+        project=row["project__slug"],
+        actor=f"agent:{row['agent__slug']}",
+        action=RETRIEVAL_ACTION,
+        object_type="retrievalevent",
+        object_id=str(row["id"]),
+        data={
+            "agent": row["agent__slug"],
+            "session": row["session__external_id"],
+            "round": row["round"],
+            "mode": row["mode"],
+            "identity_verified": row["identity_verified"],
+            "policy_version": row["policy_version__version"],
+            "tokens_used": row["tokens_used"],
+            "token_budget": row["token_budget"],
+            "candidates": row["candidate_count"],
+            "excluded": row["excluded_count"],
+            "reasons": row["reasons"],
+            "static_block_cached": row["static_block_cached"],
+        },
+        principal=row["principal__external_id"],
+    )
+
+
+# --- Export: the same rows, oldest first, streamed -------------------------------
+
 EXPORT_CHUNK = 2000
 
 
@@ -446,40 +431,11 @@ def _keyset_chunks(qs: QuerySet[Any], fields: tuple[str, ...], chunk_size: int) 
 
 
 def _audit_export_rows(qs: QuerySet[AuditEntry], chunk_size: int) -> Iterator[HistoryItem]:
-    for row in _keyset_chunks(qs, AUDIT_EXPORT_FIELDS, chunk_size):
-        yield HistoryItem(
-            source=AUDIT,
-            id=row["id"],
-            created_at=row["created_at"],
-            project=row["project__slug"] or "",
-            actor=row["actor"],
-            action=row["action"],
-            object_type=row["object_type"],
-            object_id=row["object_id"],
-            reason=row["reason"],
-            data=row["data"] if isinstance(row["data"], dict) else {"value": row["data"]},
-            sequence=row["sequence"],
-            request_id=row["request_id"],
-            previous_hash=row["previous_hash"],
-            entry_hash=row["entry_hash"],
-        )
+    return map(_audit_item, _keyset_chunks(qs, AUDIT_FIELDS, chunk_size))
 
 
 def _retrieval_export_rows(qs: QuerySet[RetrievalEvent], chunk_size: int) -> Iterator[HistoryItem]:
-    # The query and the injected context are memory text, not audit data: not exported.
-    for row in _keyset_chunks(qs, RETRIEVAL_EXPORT_FIELDS, chunk_size):
-        yield HistoryItem(
-            source=RETRIEVAL,
-            id=row["id"],
-            created_at=row["created_at"],
-            project=row["project__slug"],
-            actor=f"agent:{row['agent__slug']}",
-            action=RETRIEVAL_ACTION,
-            object_type="retrievalevent",
-            object_id=str(row["id"]),
-            data=_retrieval_data(row),
-            principal=row["principal__external_id"],
-        )
+    return map(_retrieval_item, _keyset_chunks(qs, RETRIEVAL_FIELDS, chunk_size))
 
 
 def export_items(

@@ -32,6 +32,7 @@ from governance.models import (
 from governance.rules.audit import BrokenLink, first_broken_link
 from governance.selectors import cursors
 from governance.selectors.cursors import InvalidCursor
+from governance.selectors.pages import narrowed
 
 AUDIT = "audit"
 RETRIEVAL = "retrieval"
@@ -186,8 +187,7 @@ def audit_entries(project_ids: list[int], filters: HistoryFilters) -> QuerySet[A
     qs = AuditEntry.objects.filter(project_id__in=project_ids)
     if filters.show == "retrievals":
         return qs.none()
-    if filters.actor:
-        qs = qs.filter(actor=filters.actor)
+    qs = narrowed(qs, actor=filters.actor, created_at__gte=filters.since, created_at__lt=filters.until)
     if filters.action:
         if filters.action == RETRIEVAL_ACTION:
             return qs.none()
@@ -196,10 +196,6 @@ def audit_entries(project_ids: list[int], filters: HistoryFilters) -> QuerySet[A
             if "." in filters.action
             else qs.filter(action__startswith=f"{filters.action}.")
         )
-    if filters.since:
-        qs = qs.filter(created_at__gte=filters.since)
-    if filters.until:
-        qs = qs.filter(created_at__lt=filters.until)
     if filters.principal:
         people = _principals(project_ids, filters.principal)
         qs = qs.filter(
@@ -234,10 +230,7 @@ def retrieval_events(project_ids: list[int], filters: HistoryFilters) -> QuerySe
         qs = qs.filter(agent__slug=slug)
     if filters.action and filters.action != RETRIEVAL_ACTION:
         return qs.none()
-    if filters.since:
-        qs = qs.filter(created_at__gte=filters.since)
-    if filters.until:
-        qs = qs.filter(created_at__lt=filters.until)
+    qs = narrowed(qs, created_at__gte=filters.since, created_at__lt=filters.until)
     if filters.principal:
         qs = qs.filter(principal__in=_principals(project_ids, filters.principal))
     if filters.fact is not None:

@@ -13,7 +13,7 @@ from django.utils import timezone
 from governance.models import Agent, AuditEntry, CandidateRecord, Fact, Principal, RetrievalEvent, Write
 from governance.models.retrievals import decode_candidates
 from governance.selectors.audit import HistoryFilters, audit_entries
-from governance.selectors.pages import Page, newest_first
+from governance.selectors.pages import Page, narrowed, newest_first
 
 CHAIN_LIMIT = 100
 
@@ -378,17 +378,14 @@ def fact_list(project_ids: list[int], filters: FactFilters, *, cursor: int | Non
     """Facts of ``project_ids`` matching ``filters``, newest first: one query."""
     from governance.selectors.search import matching, ranked
 
-    qs = Fact.objects.filter(project_id__in=project_ids)
-    if filters.project is not None:
-        qs = qs.filter(project_id=filters.project)
-    if filters.principal:
-        qs = qs.filter(principal__external_id=filters.principal)
-    if filters.status:
-        qs = qs.filter(status=filters.status)
-    if filters.kind:
-        qs = qs.filter(kind=filters.kind)
-    if filters.source_type:
-        qs = qs.filter(source_type=filters.source_type)
+    qs = narrowed(
+        Fact.objects.filter(project_id__in=project_ids),
+        project_id=filters.project,
+        principal__external_id=filters.principal,
+        status=filters.status,
+        kind=filters.kind,
+        source_type=filters.source_type,
+    )
     if filters.text:
         qs = ranked(qs, "statement", filters.text).filter(matching("statement", filters.text))
     qs = qs.select_related("project", "principal", "agent").defer(

@@ -24,6 +24,7 @@ from governance.rules.diff import SideBySide, word_diff
 from governance.rules.labels import FINDINGS
 from governance.rules.text import similarity
 from governance.selectors import cursors
+from governance.selectors.pages import narrowed
 from governance.selectors.sessions import SummaryDiff, has_summary_finding, summary_diff
 
 QUEUE_STATUSES = REVIEWABLE
@@ -84,14 +85,9 @@ class QueueFilters:
     source: str = ""
 
     def apply(self, qs: QuerySet[Write]) -> QuerySet[Write]:
-        if self.project:
-            qs = qs.filter(project__slug=self.project)
-        if self.agent:
-            qs = qs.filter(agent__slug=self.agent)
-        if self.kind:
-            qs = qs.filter(kind=self.kind)
-        if self.source:
-            qs = qs.filter(source_type=self.source)
+        qs = narrowed(
+            qs, project__slug=self.project, agent__slug=self.agent, kind=self.kind, source_type=self.source
+        )
         if self.finding:
             # findings is a JSON list of {"check": ..., ...}: containment matches one element.
             qs = qs.filter(findings__contains=[{"check": self.finding}])

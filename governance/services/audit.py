@@ -52,6 +52,38 @@ def record(
     return entry
 
 
+def change_field(
+    project: Project | None,
+    action: str,
+    obj: models.Model,
+    field: str,
+    value: Any,
+    *,
+    reason: str,
+    actor_user: Any = None,
+    data: dict[str, Any] | None = None,
+) -> AuditEntry:
+    """Set one field of ``obj``, save it, and ``record`` the change with what the field was
+    ("from") and is now ("to"); ``data`` adds to what the entry says."""
+    _refuse_outside_a_transaction()  # before the save: a change is never saved without its entry
+    previous = getattr(obj, field)
+    setattr(obj, field, value)
+    obj.save(update_fields=[field])
+    return record(
+        project,
+        action,
+        obj,
+        reason=reason,
+        actor_user=actor_user,
+        data={"from": previous, "to": value, **(data or {})},
+    )
+
+
+def _refuse_outside_a_transaction() -> None:
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("Audit entries are written inside the transaction of the change they record.")
+
+
 def next_entry(
     project: Project | None,
     action: str,
@@ -65,8 +97,7 @@ def next_entry(
     """The next link of ``project``'s chain, hashed and not yet saved; the chain stays locked
     until the transaction ends. ``record`` saves it; erasure hands it to the database function
     that saves it (governance.services.history.open_erasure)."""
-    if not transaction.get_connection().in_atomic_block:
-        raise RuntimeError("Audit entries are written inside the transaction of the change they record.")
+    _refuse_outside_a_transaction()
     if isinstance(obj, tuple):
         object_type, object_id = obj
     else:

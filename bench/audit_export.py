@@ -56,8 +56,8 @@ def _insert(n: int, retrievals: int) -> tuple[Any, float]:
 
     from governance.context import actor_scope
     from governance.models import AuditEntry, Membership
+    from governance.rules.audit import GENESIS, entry_digest
     from governance.services import agents
-    from governance.services.audit import GENESIS, entry_digest
 
     with actor_scope("bench"):
         project = agents.ensure_project("bench", name="Bench")
@@ -92,7 +92,7 @@ def _insert(n: int, retrievals: int) -> tuple[Any, float]:
                     previous_hash=previous,
                 )
                 # A stand-in with the fields entry_digest reads, not a model row: rows go in by COPY.
-                entry.entry_hash = entry_digest(entry)  # type: ignore[arg-type]
+                entry.entry_hash = entry_digest(entry)
                 previous = entry.entry_hash
                 copy.write_row(
                     (
@@ -198,7 +198,7 @@ def main() -> None:
     print(f"inserted {args.entries:,} audit entries + {retrievals:,} retrievals in {insert_seconds:.1f} s")
 
     if args.verify:
-        from governance.services.audit import verify_chain
+        from governance.selectors.audit import verify_chain
 
         began = time.perf_counter()
         broken = verify_chain()

@@ -61,9 +61,10 @@ from governance.models import (  # noqa: E402
 from governance.models.retrievals import encode_candidate  # noqa: E402
 from governance.rules import erasure as rules  # noqa: E402
 from governance.rules.text import statement_fingerprint  # noqa: E402
+from governance.selectors import audit as audit_selectors  # noqa: E402
 from governance.selectors import erasures as selectors  # noqa: E402
 from governance.services import agents as agent_service  # noqa: E402
-from governance.services import audit, checkpoints  # noqa: E402
+from governance.services import checkpoints  # noqa: E402
 from governance.services import erasure as erasure_service  # noqa: E402
 from governance.services.facts import statement_digest  # noqa: E402
 
@@ -233,7 +234,7 @@ def run(facts: int, events: int) -> None:
             f"receipt verified against the chain in {time.perf_counter() - started:.2f} s: {problems or 'ok'}"
         )
         assert not problems
-        assert audit.verify_chain() is None and checkpoints.verify_retrieval_seals() is None
+        assert audit_selectors.verify_chain() is None and checkpoints.verify_retrieval_seals() is None
         assert not Fact.objects.filter(principal=person).exclude(statement="").exists()
         untouched = Fact.objects.filter(principal=other).exclude(statement="").count()
         print(f"the other person's facts untouched: {untouched}")

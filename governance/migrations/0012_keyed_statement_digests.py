@@ -49,7 +49,7 @@ from django.db import migrations
 from django.utils import timezone
 
 from governance.rules.text import rekey_plain_digest
-from governance.services.audit import GENESIS, entry_digest
+from governance.rules.audit import GENESIS, entry_digest
 
 BATCH = 2000
 HEX64 = re.compile(r"^[0-9a-f]{64}$")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
@@ -11,9 +9,6 @@ from django.utils import timezone
 
 from governance.models.history import tracked
 from governance.models.search import substring_index
-
-if TYPE_CHECKING:
-    from governance.models.policies import PolicyVersion
 
 
 class Role(models.TextChoices):
@@ -87,12 +82,6 @@ class Agent(models.Model):
     # syncs configuration (rules/supersession.py: claimable_sources).
     allowed_source_types = ArrayField(models.CharField(max_length=32), default=list, blank=True)
     is_config_source = models.BooleanField(default=False)
-
-    # The string reference ("governance.PolicyVersion", which would be an import
-    # cycle) leaves the field's type to the plugin; these name it for mypy.
-    if TYPE_CHECKING:
-        active_policy_id: int | None
-        active_policy: PolicyVersion | None  # type: ignore[no-redef]
 
     class Meta:
         ordering = ["project", "slug"]

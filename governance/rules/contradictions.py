@@ -899,6 +899,14 @@ class PairRulings:
 
 NO_RULINGS = PairRulings()
 
+# How a conflict review's source reference begins: the system opened it (services/conflicts.py).
+CONFLICT_REVIEW_PREFIX = "conflict-check:"
+
+
+def is_conflict_review(source_ref: str, conflicts_with_id: int | None) -> bool:
+    """A review item the system opened for a possible conflict (not an agent's proposal)."""
+    return source_ref.startswith(CONFLICT_REVIEW_PREFIX) and conflicts_with_id is not None
+
 
 def _winner(newer: Statement, older: Statement) -> tuple[Statement, Statement]:
     """(winner, loser) of a contradicting pair: the newer one, unless R18 or hearsay says otherwise."""

@@ -169,6 +169,11 @@ class RetrieveStep:
     expect_mode: str | None = None
     expect_refused: bool = False
 
+    @property
+    def named_facts(self) -> tuple[str, ...]:
+        """The scenario's names of facts this step checks for (a runner resolves them to ids)."""
+        return (*self.expect, *self.contaminants, *self.stale, *self.foreign)
+
 
 @dataclass(frozen=True)
 class FeedbackStep:
@@ -362,7 +367,7 @@ def _check_names(steps: Sequence[Step]) -> None:
         elif isinstance(step, WithdrawStep):
             refs = (step.fact,)
         elif isinstance(step, RetrieveStep):
-            refs = (*step.expect, *step.contaminants, *step.stale, *step.foreign)
+            refs = step.named_facts
         elif isinstance(step, FeedbackStep):
             if step.retrieval not in retrievals:
                 raise ScenarioError(f"{where}: feedback names no earlier retrieval '{step.retrieval}'.")
@@ -374,6 +379,25 @@ def _check_names(steps: Sequence[Step]) -> None:
             facts.add(step.name)
         if isinstance(step, RetrieveStep) and step.name:
             retrievals.add(step.name)
+
+
+# The counts a scenario's result reports, in this order (``Tally.tokens`` is reported per retrieval).
+REPORTED_COUNTS: tuple[str, ...] = (
+    "retrievals",
+    "expected",
+    "expected_found",
+    "injected",
+    "contaminated",
+    "stale_injected",
+    "used",
+    "stale_used",
+    "candidates",
+    "leaked",
+    "written_active",
+    "derived_active",
+    "checks",
+    "checks_failed",
+)
 
 
 @dataclass
@@ -399,25 +423,97 @@ class Tally:
     checks_failed: int = 0
 
     def add(self, other: Tally) -> None:
-        for name in (
-            "expected",
-            "expected_found",
-            "injected",
-            "contaminated",
-            "stale_injected",
-            "used",
-            "stale_used",
-            "candidates",
-            "leaked",
-            "written_active",
-            "derived_active",
-            "retrievals",
-            "tokens",
-            "checks",
-            "checks_failed",
-        ):
+        for name in (*REPORTED_COUNTS, "tokens"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.longest_chain = max(self.longest_chain, other.longest_chain)
+
+
+@dataclass(frozen=True)
+class GivenItem:
+    """One item a retrieval injected, as a runner read it back after the retrieval was logged."""
+
+    fact_id: int
+    statement: str
+    about_someone_else: bool  # a fact about another person than the one asked about
+    inactive: bool  # no longer active once the retrieval was logged
+
+
+def retrieval_tally(
+    step: RetrieveStep,
+    *,
+    label: str,
+    named: Mapping[str, int | None],
+    given: Sequence[GivenItem],
+    context: str,
+    candidates: Sequence[tuple[int, bool]],
+    tokens: int,
+) -> tuple[Tally, list[str]]:
+    """What one retrieval adds to the counts, and the notes on what it got wrong
+    (in-process and HTTP runners alike).
+
+    ``named`` gives the fact id of each of ``step.named_facts`` (None: it never
+    became a fact); ``given`` the injected items in order; ``candidates`` each
+    candidate's fact id and whether it is another project's.
+    """
+    tally = Tally(retrievals=1, tokens=tokens)
+    notes: list[str] = []
+    selected = {item.fact_id for item in given}
+
+    def ids(names: Sequence[str]) -> set[int]:
+        return {fid for fid in (named[n] for n in names) if fid is not None}
+
+    for name in step.expect:
+        tally.expected += 1
+        if named[name] in selected:
+            tally.expected_found += 1
+        else:
+            notes.append(f"{label}: did not give {name!r}.")
+    for phrase in step.expect_text:
+        tally.expected += 1
+        if _contains(context, phrase):
+            tally.expected_found += 1
+        else:
+            notes.append(f"{label}: the context lacks {phrase!r}.")
+
+    contaminants, stale, foreign = ids(step.contaminants), ids(step.stale), ids(step.foreign)
+    tally.injected += len(given)
+    for item in given:
+        statement = item.statement
+        forbidden = any(_contains(statement, p) for p in step.forbid_text)
+        if item.fact_id in contaminants or item.about_someone_else or forbidden:
+            tally.contaminated += 1
+            notes.append(f"{label}: gave forbidden item {statement[:60]!r}.")
+        # R2 checked from the outside: an item not active once the retrieval is
+        # logged was given after it changed.
+        outdated = any(_contains(statement, p) for p in step.stale_text)
+        if item.fact_id in stale or item.inactive or outdated:
+            tally.stale_injected += 1
+            notes.append(f"{label}: gave outdated item {statement[:60]!r}.")
+    # Phrases that reach the context outside any item (a resume hint, say) count as one item each.
+    outside = context
+    for item in given:
+        outside = outside.replace(item.statement, "")
+    for phrase in step.forbid_text:
+        if _contains(outside, phrase):
+            tally.injected += 1
+            tally.contaminated += 1
+            notes.append(f"{label}: the context says forbidden {phrase!r}.")
+    for phrase in step.stale_text:
+        if _contains(outside, phrase):
+            tally.injected += 1
+            tally.stale_injected += 1
+            notes.append(f"{label}: the context says outdated {phrase!r}.")
+
+    tally.candidates += len(candidates)
+    for fact_id, other_project in candidates:
+        if other_project or fact_id in foreign:
+            tally.leaked += 1
+            notes.append(f"{label}: another project's item was a candidate.")
+    return tally, notes
+
+
+def _contains(text: str, phrase: str) -> bool:
+    return phrase.casefold() in text.casefold()
 
 
 def _ratio(part: int, whole: int, *, empty: float) -> float:

@@ -23,7 +23,7 @@ import re
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -47,23 +47,11 @@ CHANGED_ROWS_LIMIT = 1000
 
 @dataclass(frozen=True)
 class FactSnapshot:
-    """A fact's fields as one history row recorded them, and when."""
+    """A fact as one history row recorded it (a candidate with no relevance yet), and when."""
 
     at: datetime
-    fact_id: int
-    kind: str
-    key: str | None
-    statement: str
-    status: str
-    is_project_fact: bool
-    source_type: str
-    source_ref: str
-    authority: int
-    confidence: str
-    valid_from: datetime | None
-    valid_to: datetime | None
-    last_verified_at: datetime
     recorded_at: datetime
+    fact: Candidate
 
 
 def snapshot_at(history: Sequence[FactSnapshot], at: datetime) -> FactSnapshot | None:
@@ -87,22 +75,8 @@ def erased_statement(fact_id: int) -> str:
 
 
 def to_candidate(snapshot: FactSnapshot, relevance: float | None) -> Candidate:
-    return Candidate(
-        fact_id=snapshot.fact_id,
-        kind=snapshot.kind,
-        key=snapshot.key,
-        statement=snapshot.statement or erased_statement(snapshot.fact_id),
-        status=snapshot.status,
-        is_project_fact=snapshot.is_project_fact,
-        source_type=snapshot.source_type,
-        source_ref=snapshot.source_ref,
-        authority=snapshot.authority,
-        confidence=snapshot.confidence,
-        valid_from=snapshot.valid_from,
-        valid_to=snapshot.valid_to,
-        last_verified_at=snapshot.last_verified_at,
-        relevance=relevance,
-    )
+    fact = snapshot.fact
+    return replace(fact, statement=fact.statement or erased_statement(fact.fact_id), relevance=relevance)
 
 
 def static_block_of(context: str) -> str:

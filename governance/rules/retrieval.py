@@ -92,6 +92,47 @@ class Candidate:
     embedding: tuple[float, ...] | None = None
 
 
+# The fact columns a candidate is built from, besides the fact's id: read from the
+# live row by the candidate query (selectors/retrievals.py), and from a history
+# row by the policy replay (services/replay.py), so both rank the same things.
+CANDIDATE_COLUMNS = (
+    "kind",
+    "key",
+    "statement",
+    "status",
+    "principal_id",
+    "source_type",
+    "source_ref",
+    "authority",
+    "confidence",
+    "valid_from",
+    "valid_to",
+    "last_verified_at",
+)
+
+
+def candidate_from_columns(
+    fact_id: int, columns: Mapping[str, Any], relevance: float | None = None
+) -> Candidate:
+    """A candidate from a fact's ``CANDIDATE_COLUMNS`` (a row read as a mapping of them)."""
+    return Candidate(
+        fact_id=fact_id,
+        kind=columns["kind"],
+        key=columns["key"],
+        statement=columns["statement"],
+        status=columns["status"],
+        is_project_fact=columns["principal_id"] is None,
+        source_type=columns["source_type"],
+        source_ref=columns["source_ref"],
+        authority=columns["authority"],
+        confidence=columns["confidence"],
+        valid_from=columns["valid_from"],
+        valid_to=columns["valid_to"],
+        last_verified_at=columns["last_verified_at"],
+        relevance=relevance,
+    )
+
+
 @dataclass(frozen=True)
 class Decision:
     fact_id: int

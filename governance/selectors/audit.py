@@ -1,4 +1,4 @@
-"""Reads for auditors: the history across the audit trail and retrievals, its export, a fact's timeline.
+"""Reads for auditors: the history across the audit trail and retrievals, its export, the chain's check.
 
 The history merges two append-only sources, ``AuditEntry`` (facts, writes,
 decisions, policies, keys and tokens, projects, sessions) and
@@ -22,7 +22,6 @@ from django.db.models.query import EmptyQuerySet
 
 from governance.models import (
     AuditEntry,
-    CandidateRecord,
     Fact,
     Principal,
     RetrievalEvent,
@@ -30,10 +29,11 @@ from governance.models import (
     Supersession,
     Write,
 )
-from governance.models.retrievals import decode_candidates, events_naming
+from governance.models.retrievals import events_naming
+from governance.rules.audit import BrokenLink, first_broken_link
 from governance.selectors import cursors
 from governance.selectors.cursors import InvalidCursor
-from governance.selectors.facts import ChainLink, HistoryRow, fact_history, supersession_chain
+from governance.selectors.pages import narrowed
 
 AUDIT = "audit"
 RETRIEVAL = "retrieval"
@@ -190,8 +190,7 @@ def audit_entries(project_ids: list[int], filters: HistoryFilters) -> QuerySet[A
     qs = AuditEntry.objects.filter(project_id__in=project_ids)
     if filters.show == "retrievals":
         return qs.none()
-    if filters.actor:
-        qs = qs.filter(actor=filters.actor)
+    qs = narrowed(qs, actor=filters.actor, created_at__gte=filters.since, created_at__lt=filters.until)
     if filters.action:
         if filters.action == RETRIEVAL_ACTION:
             return qs.none()
@@ -200,10 +199,6 @@ def audit_entries(project_ids: list[int], filters: HistoryFilters) -> QuerySet[A
             if "." in filters.action
             else qs.filter(action__startswith=f"{filters.action}.")
         )
-    if filters.since:
-        qs = qs.filter(created_at__gte=filters.since)
-    if filters.until:
-        qs = qs.filter(created_at__lt=filters.until)
     if filters.principal:
         people = _principals(project_ids, filters.principal)
         qs = qs.filter(
@@ -238,10 +233,7 @@ def retrieval_events(project_ids: list[int], filters: HistoryFilters) -> QuerySe
         qs = qs.filter(agent__slug=slug)
     if filters.action and filters.action != RETRIEVAL_ACTION:
         return qs.none()
-    if filters.since:
-        qs = qs.filter(created_at__gte=filters.since)
-    if filters.until:
-        qs = qs.filter(created_at__lt=filters.until)
+    qs = narrowed(qs, created_at__gte=filters.since, created_at__lt=filters.until)
     if filters.principal:
         qs = qs.filter(principal__in=_principals(project_ids, filters.principal))
     if filters.fact is not None:
@@ -312,85 +304,16 @@ def history_page(
     audit_ids = [row_id for _, rank, row_id in page if rank == SOURCE_RANK[AUDIT]]
     event_ids = [row_id for _, rank, row_id in page if rank == SOURCE_RANK[RETRIEVAL]]
     by_key: dict[tuple[int, int], HistoryItem] = {}
-    for entry in AuditEntry.objects.filter(pk__in=audit_ids).select_related("project"):
-        by_key[(SOURCE_RANK[AUDIT], entry.pk)] = _audit_item(entry)
-    events = RetrievalEvent.objects.filter(pk__in=event_ids).select_related(
-        "project", "agent", "principal", "session", "policy_version"
-    )
-    for event in events:
-        by_key[(SOURCE_RANK[RETRIEVAL], event.pk)] = _retrieval_item(event)
+    for row in AuditEntry.objects.filter(pk__in=audit_ids).values(*AUDIT_FIELDS):
+        by_key[(SOURCE_RANK[AUDIT], row["id"])] = _audit_item(row)
+    for row in RetrievalEvent.objects.filter(pk__in=event_ids).values(*RETRIEVAL_FIELDS):
+        by_key[(SOURCE_RANK[RETRIEVAL], row["id"])] = _retrieval_item(row)
     items = [by_key[(rank, row_id)] for _, rank, row_id in page if (rank, row_id) in by_key]
     return HistoryPage(items, items[-1].cursor if more and items else None)
 
 
-def _audit_item(entry: AuditEntry) -> HistoryItem:
-    return HistoryItem(
-        source=AUDIT,
-        id=entry.pk,
-        created_at=entry.created_at,
-        project=entry.project.slug if entry.project else "",
-        actor=entry.actor,
-        action=entry.action,
-        object_type=entry.object_type,
-        object_id=entry.object_id,
-        reason=entry.reason,
-        data=entry.data if isinstance(entry.data, dict) else {"value": entry.data},
-        sequence=entry.sequence,
-        request_id=entry.request_id,
-        previous_hash=entry.previous_hash,
-        entry_hash=entry.entry_hash,
-    )
-
-
-def _retrieval_data(row: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "agent": row["agent__slug"],
-        "session": row["session__external_id"],
-        "round": row["round"],
-        "mode": row["mode"],
-        "identity_verified": row["identity_verified"],
-        "policy_version": row["policy_version__version"],
-        "tokens_used": row["tokens_used"],
-        "token_budget": row["token_budget"],
-        "candidates": row["candidate_count"],
-        "excluded": row["excluded_count"],
-        "reasons": row["reasons"],
-        "static_block_cached": row["static_block_cached"],
-    }
-
-
-def _retrieval_item(event: RetrievalEvent) -> HistoryItem:
-    row = {
-        "agent__slug": event.agent.slug,
-        "session__external_id": event.session.external_id if event.session else None,
-        "round": event.round,
-        "mode": event.mode,
-        "identity_verified": event.identity_verified,
-        "policy_version__version": event.policy_version.version,
-        "tokens_used": event.tokens_used,
-        "token_budget": event.token_budget,
-        "candidate_count": event.candidate_count,
-        "excluded_count": event.excluded_count,
-        "reasons": event.reasons,
-        "static_block_cached": event.static_block_cached,
-    }
-    return HistoryItem(
-        source=RETRIEVAL,
-        id=event.pk,
-        created_at=event.created_at,
-        project=event.project.slug,
-        actor=f"agent:{event.agent.slug}",
-        action=RETRIEVAL_ACTION,
-        object_type="retrievalevent",
-        object_id=str(event.pk),
-        data=_retrieval_data(row),
-        principal=event.principal.external_id if event.principal else None,
-    )
-
-
-# --- Export: the same rows, oldest first, streamed -------------------------------
-
-AUDIT_EXPORT_FIELDS = (
+# What a row of each source is read as, for a page and for the export alike.
+AUDIT_FIELDS = (
     "id",
     "project__slug",
     "sequence",
@@ -405,7 +328,8 @@ AUDIT_EXPORT_FIELDS = (
     "previous_hash",
     "entry_hash",
 )
-RETRIEVAL_EXPORT_FIELDS = (
+# The query and the injected context are memory text, not audit data: never read here.
+RETRIEVAL_FIELDS = (
     "id",
     "project__slug",
     "created_at",
@@ -423,6 +347,59 @@ RETRIEVAL_EXPORT_FIELDS = (
     "reasons",
     "static_block_cached",
 )
+
+
+def _audit_item(row: dict[str, Any]) -> HistoryItem:
+    """A history row from an audit entry's ``AUDIT_FIELDS``."""
+    return HistoryItem(
+        source=AUDIT,
+        id=row["id"],
+        created_at=row["created_at"],
+        project=row["project__slug"] or "",
+        actor=row["actor"],
+        action=row["action"],
+        object_type=row["object_type"],
+        object_id=row["object_id"],
+        reason=row["reason"],
+        data=row["data"] if isinstance(row["data"], dict) else {"value": row["data"]},
+        sequence=row["sequence"],
+        request_id=row["request_id"],
+        previous_hash=row["previous_hash"],
+        entry_hash=row["entry_hash"],
+    )
+
+
+def _retrieval_item(row: dict[str, Any]) -> HistoryItem:
+    """A history row from a retrieval event's ``RETRIEVAL_FIELDS``."""
+    return HistoryItem(
+        source=RETRIEVAL,
+        id=row["id"],
+        created_at=row["created_at"],
+        project=row["project__slug"],
+        actor=f"agent:{row['agent__slug']}",
+        action=RETRIEVAL_ACTION,
+        object_type="retrievalevent",
+        object_id=str(row["id"]),
+        data={
+            "agent": row["agent__slug"],
+            "session": row["session__external_id"],
+            "round": row["round"],
+            "mode": row["mode"],
+            "identity_verified": row["identity_verified"],
+            "policy_version": row["policy_version__version"],
+            "tokens_used": row["tokens_used"],
+            "token_budget": row["token_budget"],
+            "candidates": row["candidate_count"],
+            "excluded": row["excluded_count"],
+            "reasons": row["reasons"],
+            "static_block_cached": row["static_block_cached"],
+        },
+        principal=row["principal__external_id"],
+    )
+
+
+# --- Export: the same rows, oldest first, streamed -------------------------------
+
 EXPORT_CHUNK = 2000
 
 
@@ -450,40 +427,11 @@ def _keyset_chunks(qs: QuerySet[Any], fields: tuple[str, ...], chunk_size: int) 
 
 
 def _audit_export_rows(qs: QuerySet[AuditEntry], chunk_size: int) -> Iterator[HistoryItem]:
-    for row in _keyset_chunks(qs, AUDIT_EXPORT_FIELDS, chunk_size):
-        yield HistoryItem(
-            source=AUDIT,
-            id=row["id"],
-            created_at=row["created_at"],
-            project=row["project__slug"] or "",
-            actor=row["actor"],
-            action=row["action"],
-            object_type=row["object_type"],
-            object_id=row["object_id"],
-            reason=row["reason"],
-            data=row["data"] if isinstance(row["data"], dict) else {"value": row["data"]},
-            sequence=row["sequence"],
-            request_id=row["request_id"],
-            previous_hash=row["previous_hash"],
-            entry_hash=row["entry_hash"],
-        )
+    return map(_audit_item, _keyset_chunks(qs, AUDIT_FIELDS, chunk_size))
 
 
 def _retrieval_export_rows(qs: QuerySet[RetrievalEvent], chunk_size: int) -> Iterator[HistoryItem]:
-    # The query and the injected context are memory text, not audit data: not exported.
-    for row in _keyset_chunks(qs, RETRIEVAL_EXPORT_FIELDS, chunk_size):
-        yield HistoryItem(
-            source=RETRIEVAL,
-            id=row["id"],
-            created_at=row["created_at"],
-            project=row["project__slug"],
-            actor=f"agent:{row['agent__slug']}",
-            action=RETRIEVAL_ACTION,
-            object_type="retrievalevent",
-            object_id=str(row["id"]),
-            data=_retrieval_data(row),
-            principal=row["principal__external_id"],
-        )
+    return map(_retrieval_item, _keyset_chunks(qs, RETRIEVAL_FIELDS, chunk_size))
 
 
 def export_items(
@@ -503,89 +451,19 @@ def export_items(
     )
 
 
-# --- A fact's full timeline --------------------------------------------------------
-
-CANDIDATE_LIMIT = 200
+# --- Checking the chain --------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class TimelineEvent:
-    at: datetime
-    kind: str  # audit | history | supersession | retrieval
-    label: str
-    actor: str = ""
-    reason: str = ""
-    detail: str = ""
-    audit: AuditEntry | None = None
-    history: HistoryRow | None = None
-    supersession: ChainLink | None = None
-    candidate: CandidateRecord | None = None
-
-
-@dataclass(frozen=True)
-class FactTimeline:
-    fact: Fact
-    events: list[TimelineEvent]
-    retrievals_total: int
-    retrievals_shown: int
-    tombstone: Any
-
-
-def fact_timeline(fact: Fact) -> FactTimeline:
-    """Audit entries, row history, supersessions and retrieval decisions of one fact, oldest first."""
-    events: list[TimelineEvent] = []
-    entries = (
-        audit_entries([fact.project_id], HistoryFilters(fact=fact.pk))
-        .select_related("actor_user")
-        .order_by("created_at", "id")
+def verify_chain(project_id: int | None = None) -> BrokenLink | None:
+    """Walk each project's chain in order (or only ``project_id``'s); the first broken link, if any."""
+    projects = (
+        [project_id]
+        if project_id is not None
+        else list(AuditEntry.objects.order_by().values_list("project_id", flat=True).distinct())
     )
-    for entry in entries:
-        events.append(
-            TimelineEvent(
-                at=entry.created_at,
-                kind="audit",
-                label=entry.action,
-                actor=entry.actor,
-                reason=entry.reason,
-                detail=f"#{entry.sequence} {entry.object_type}:{entry.object_id}",
-                audit=entry,
-            )
-        )
-    for row in fact_history(fact):
-        events.append(TimelineEvent(at=row.at, kind="history", label=row.label, actor=row.actor, history=row))
-    for link in supersession_chain(fact):
-        if fact.pk not in (link.old_fact, link.new_fact):
-            continue
-        events.append(
-            TimelineEvent(
-                at=link.at,
-                kind="supersession",
-                label=f"fact {link.old_fact} → fact {link.new_fact}",
-                actor=link.decided_by,
-                reason=link.reason,
-                supersession=link,
-            )
-        )
-    retrievals = RetrievalEvent.objects.filter(pk__in=events_naming(fact.pk))
-    total = retrievals.count()
-    shown = list(
-        retrievals.order_by("-created_at", "-id").values_list(
-            "id", "created_at", "agent__slug", "candidate_data"
-        )[:CANDIDATE_LIMIT]
-    )
-    for event_id, at, agent_slug, data in shown:
-        candidate = next(c for c in decode_candidates(event_id, data) if c.fact_id == fact.pk)
-        events.append(
-            TimelineEvent(
-                at=at,
-                kind="retrieval",
-                label=candidate.decision,
-                actor=f"agent:{agent_slug}",
-                reason=candidate.reason or "",
-                candidate=candidate,
-            )
-        )
-    order = {"history": 0, "audit": 1, "supersession": 2, "retrieval": 3}
-    events.sort(key=lambda e: (e.at, order[e.kind]))
-    tombstone = getattr(fact, "tombstone", None) if fact.status == "withdrawn" else None
-    return FactTimeline(fact, events, total, len(shown), tombstone)
+    for pid in sorted(projects, key=lambda p: (p is None, p or 0)):
+        chain = AuditEntry.objects.filter(project_id=pid).order_by("sequence").iterator(chunk_size=2000)
+        broken = first_broken_link(pid, chain)
+        if broken is not None:
+            return broken
+    return None

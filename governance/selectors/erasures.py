@@ -21,7 +21,8 @@ from governance.models import (
     Write,
 )
 from governance.rules import erasure as rules
-from governance.services import audit
+from governance.rules.audit import entry_digest
+from governance.selectors.audit import verify_chain
 
 
 def pseudonym_of(external_id: str) -> str:
@@ -144,9 +145,9 @@ def receipt_problems(document: Any) -> list[str]:
     if entry is None:
         return [f"Audit entry #{sequence} of {project.slug} is not an erasure."]
     problems = []
-    if audit.entry_digest(entry) != entry.entry_hash:
+    if entry_digest(entry) != entry.entry_hash:
         problems.append(f"Audit entry #{sequence} was changed after it was written.")
-    broken = audit.verify_chain(project.pk)
+    broken = verify_chain(project.pk)
     if broken is not None:
         problems.append(f"The audit trail is broken at entry #{broken.sequence}: {broken.problem}.")
     recorded = recorded_receipt(entry)

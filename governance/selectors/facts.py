@@ -1,4 +1,4 @@
-"""Reads about facts: chains, memories, pages."""
+"""Reads about facts: chains, memories, the fact page and its full timeline, the fact list."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ from django.db import connection
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from governance.models import Agent, AuditEntry, Fact, Principal, Write
-from governance.selectors.pages import Page, newest_first
+from governance.models import Agent, AuditEntry, CandidateRecord, Fact, Principal, RetrievalEvent, Write
+from governance.models.retrievals import decode_candidates, events_naming
+from governance.selectors.audit import HistoryFilters, audit_entries
+from governance.selectors.pages import Page, narrowed, newest_first
 
 CHAIN_LIMIT = 100
 
@@ -199,8 +201,6 @@ def fact_page(fact: Fact) -> FactPage:
         )
     # The same entries as the fact's timeline: those about the fact itself and those that name
     # it (the write that proposed it, the decision that approved it), not only object_type "fact".
-    from governance.selectors.audit import HistoryFilters, audit_entries
-
     audit = list(
         audit_entries([fact.project_id], HistoryFilters(fact=fact.pk))
         .select_related("actor_user")
@@ -273,6 +273,94 @@ def fact_history(fact: Fact) -> list[HistoryRow]:
     return rows
 
 
+# --- A fact's full timeline --------------------------------------------------------
+
+CANDIDATE_LIMIT = 200
+
+
+@dataclass(frozen=True)
+class TimelineEvent:
+    at: datetime
+    kind: str  # audit | history | supersession | retrieval
+    label: str
+    actor: str = ""
+    reason: str = ""
+    detail: str = ""
+    audit: AuditEntry | None = None
+    history: HistoryRow | None = None
+    supersession: ChainLink | None = None
+    candidate: CandidateRecord | None = None
+
+
+@dataclass(frozen=True)
+class FactTimeline:
+    fact: Fact
+    events: list[TimelineEvent]
+    retrievals_total: int
+    retrievals_shown: int
+    tombstone: Any
+
+
+def fact_timeline(fact: Fact) -> FactTimeline:
+    """Audit entries, row history, supersessions and retrieval decisions of one fact, oldest first."""
+    events: list[TimelineEvent] = []
+    entries = (
+        audit_entries([fact.project_id], HistoryFilters(fact=fact.pk))
+        .select_related("actor_user")
+        .order_by("created_at", "id")
+    )
+    for entry in entries:
+        events.append(
+            TimelineEvent(
+                at=entry.created_at,
+                kind="audit",
+                label=entry.action,
+                actor=entry.actor,
+                reason=entry.reason,
+                detail=f"#{entry.sequence} {entry.object_type}:{entry.object_id}",
+                audit=entry,
+            )
+        )
+    for row in fact_history(fact):
+        events.append(TimelineEvent(at=row.at, kind="history", label=row.label, actor=row.actor, history=row))
+    for link in supersession_chain(fact):
+        if fact.pk not in (link.old_fact, link.new_fact):
+            continue
+        events.append(
+            TimelineEvent(
+                at=link.at,
+                kind="supersession",
+                label=f"fact {link.old_fact} → fact {link.new_fact}",
+                actor=link.decided_by,
+                reason=link.reason,
+                supersession=link,
+            )
+        )
+    retrievals = RetrievalEvent.objects.filter(pk__in=events_naming(fact.pk))
+    total = retrievals.count()
+    shown = list(
+        retrievals.order_by("-created_at", "-id").values_list(
+            "id", "created_at", "agent__slug", "candidate_data"
+        )[:CANDIDATE_LIMIT]
+    )
+    for event_id, at, agent_slug, data in shown:
+        candidate = next(c for c in decode_candidates(event_id, data) if c.fact_id == fact.pk)
+        events.append(
+            TimelineEvent(
+                at=at,
+                kind="retrieval",
+                label=candidate.decision,
+                actor=f"agent:{agent_slug}",
+                reason=candidate.reason or "",
+                candidate=candidate,
+            )
+        )
+    order = {"history": 0, "audit": 1, "supersession": 2, "retrieval": 3}
+    events.sort(key=lambda e: (e.at, order[e.kind]))
+    tombstone = getattr(fact, "tombstone", None) if fact.status == "withdrawn" else None
+    return FactTimeline(fact, events, total, len(shown), tombstone)
+
+
 # --- The console's fact list (issue 16 item 7) --------------------------------
 
 
@@ -290,17 +378,14 @@ def fact_list(project_ids: list[int], filters: FactFilters, *, cursor: int | Non
     """Facts of ``project_ids`` matching ``filters``, newest first: one query."""
     from governance.selectors.search import found
 
-    qs = Fact.objects.filter(project_id__in=project_ids)
-    if filters.project is not None:
-        qs = qs.filter(project_id=filters.project)
-    if filters.principal:
-        qs = qs.filter(principal__external_id=filters.principal)
-    if filters.status:
-        qs = qs.filter(status=filters.status)
-    if filters.kind:
-        qs = qs.filter(kind=filters.kind)
-    if filters.source_type:
-        qs = qs.filter(source_type=filters.source_type)
+    qs = narrowed(
+        Fact.objects.filter(project_id__in=project_ids),
+        project_id=filters.project,
+        principal__external_id=filters.principal,
+        status=filters.status,
+        kind=filters.kind,
+        source_type=filters.source_type,
+    )
     if filters.text:
         # Every match (no limit), through the indexes; the page then keeps its newest-first order.
         qs = qs.filter(found(Fact, project_ids, filters.text))

@@ -118,19 +118,24 @@ class Indicators:
 
     @property
     def wrong_rate(self) -> float | None:
-        return self.wrong / self.used if self.used else None
+        return _rate(self.wrong, self.used)
 
     @property
     def stale_used_rate(self) -> float | None:
-        return self.stale_used / self.used if self.used else None
+        return _rate(self.stale_used, self.used)
 
     @property
     def later_superseded_rate(self) -> float | None:
-        return self.later_superseded / self.given if self.given else None
+        return _rate(self.later_superseded, self.given)
 
     @property
     def later_taken_out_rate(self) -> float | None:
-        return self.later_taken_out / self.given if self.given else None
+        return _rate(self.later_taken_out, self.given)
+
+
+def _rate(part: int, whole: int) -> float | None:
+    """``part`` of ``whole``; None (no rate, rather than zero) when there is no whole."""
+    return part / whole if whole else None
 
 
 @dataclass(frozen=True)
@@ -158,7 +163,7 @@ class LiveMetrics:
     @property
     def quarantine_rate(self) -> float | None:
         quarantined = dict(self.writes_by_outcome).get(WriteStatus.QUARANTINED, 0)
-        return quarantined / self.writes if self.writes else None
+        return _rate(quarantined, self.writes)
 
 
 def _events(project: Project, agent: Agent | None, window: Window) -> QuerySet[RetrievalEvent]:

@@ -1,4 +1,4 @@
-"""One page of a console listing and its cursor: the one place listings paginate.
+"""One page of a console listing and its cursor: the one place listings paginate (and narrow).
 
 Big tables (facts, sessions) are walked newest first by id: the cursor is the
 last id shown and the next page starts below it, so it stays fast however
@@ -15,6 +15,14 @@ from typing import Generic, TypeVar
 from django.db.models import Model, QuerySet
 
 M = TypeVar("M", bound=Model)
+
+
+def narrowed(queryset: QuerySet[M], **lookups: object) -> QuerySet[M]:
+    """``queryset`` filtered by each lookup that was given: a listing's filter left empty
+    (None or "") means "any"."""
+    return queryset.filter(
+        **{name: value for name, value in lookups.items() if value is not None and value != ""}
+    )
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce, Greatest
 
 from governance.models import Fact, Principal, Session, Write
-from governance.selectors.pages import Page, by_offset
+from governance.selectors.pages import Page, by_offset, narrowed
 
 WAITING = ("pending_review", "quarantined")
 
@@ -34,11 +34,11 @@ def people(
 ) -> Page[Principal]:
     """Most recently active first; each with ``active_facts``, ``waiting_writes``, ``session_count``
     and ``last_activity`` (the later of their last session's end and its start)."""
-    qs = Principal.objects.filter(project_id__in=project_ids)
-    if filters.project is not None:
-        qs = qs.filter(project_id=filters.project)
-    if filters.text:
-        qs = qs.filter(external_id__icontains=filters.text)
+    qs = narrowed(
+        Principal.objects.filter(project_id__in=project_ids),
+        project_id=filters.project,
+        external_id__icontains=filters.text,
+    )
     sessions = Session.objects.filter(principal=OuterRef("pk"))
     latest_start = sessions.order_by("-started_at").values("started_at")[:1]
     qs = qs.select_related("project").annotate(

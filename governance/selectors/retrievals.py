@@ -15,31 +15,22 @@ from governance.models import Agent, CandidateRecord, Fact, Principal, Project, 
 from governance.models.retrievals import decode_candidates, events_naming
 from governance.rules.policy import BOUNDS as POLICY_BOUNDS
 from governance.rules.policy import PolicySettings
-from governance.rules.retrieval import Candidate, age_in_days, freshness_tier
+from governance.rules.retrieval import (
+    CANDIDATE_COLUMNS,
+    Candidate,
+    age_in_days,
+    candidate_from_columns,
+    freshness_tier,
+)
 from governance.selectors import cursors
 from governance.selectors.facts import active_memories
+from governance.selectors.pages import narrowed
 
 # How much history of non-active facts an event explains per retrieval: the
 # newest ones are enough to say why a superseded or withdrawn fact was not used.
 INACTIVE_HISTORY_LIMIT = 200
 NEAREST_LIMIT_MIN = 50
 
-# What a ranking candidate (rules.retrieval.Candidate) is built from, besides the fact's id:
-# read from the live row here, and from the history snapshot by the policy replay.
-CANDIDATE_COLUMNS = (
-    "kind",
-    "key",
-    "statement",
-    "status",
-    "principal_id",
-    "source_type",
-    "source_ref",
-    "authority",
-    "confidence",
-    "valid_from",
-    "valid_to",
-    "last_verified_at",
-)
 CANDIDATE_FIELDS = ("id", *CANDIDATE_COLUMNS)
 
 
@@ -49,25 +40,6 @@ def _scope(project: Project, principal: Principal | None) -> Q:
     if principal is not None:
         scope |= Q(project=project, principal=principal, session__isnull=True)
     return scope
-
-
-def _to_candidate(row: Any, relevance: float | None) -> Candidate:
-    return Candidate(
-        fact_id=row.id,
-        kind=row.kind,
-        key=row.key,
-        statement=row.statement,
-        status=row.status,
-        is_project_fact=row.principal_id is None,
-        source_type=row.source_type,
-        source_ref=row.source_ref,
-        authority=row.authority,
-        confidence=row.confidence,
-        valid_from=row.valid_from,
-        valid_to=row.valid_to,
-        last_verified_at=row.last_verified_at,
-        relevance=relevance,
-    )
 
 
 def _with_relevance(qs: QuerySet[Fact], query_vector: Sequence[float] | None) -> QuerySet[Fact]:
@@ -104,24 +76,8 @@ def _to_candidates(rows: Iterable[tuple[Any, ...]]) -> list[Candidate]:
     for row in rows:
         values = dict(zip(ROW_FIELDS, row, strict=True))
         distance = values["distance"]
-        candidates.append(
-            Candidate(
-                fact_id=values["id"],
-                kind=values["kind"],
-                key=values["key"],
-                statement=values["statement"],
-                status=values["status"],
-                is_project_fact=values["principal_id"] is None,
-                source_type=values["source_type"],
-                source_ref=values["source_ref"],
-                authority=values["authority"],
-                confidence=values["confidence"],
-                valid_from=values["valid_from"],
-                valid_to=values["valid_to"],
-                last_verified_at=values["last_verified_at"],
-                relevance=None if distance is None else max(0.0, 1.0 - float(distance)),
-            )
-        )
+        relevance = None if distance is None else max(0.0, 1.0 - float(distance))
+        candidates.append(candidate_from_columns(values["id"], values, relevance))
     return candidates
 
 
@@ -186,7 +142,7 @@ def _one_read(parts: Sequence[QuerySet[Fact, tuple[Any, ...]] | None]) -> list[C
 PART_ORDER = ("static", "history", "nearest", "slot")
 
 
-def round_one_candidates(
+def candidates(
     project: Project,
     principal: Principal | None,
     session: Session | None,
@@ -194,17 +150,26 @@ def round_one_candidates(
     query_vector: Sequence[float] | None,
     *,
     now: datetime,
+    session_start: bool,
 ) -> list[Candidate]:
-    """Every candidate of a session-start retrieval (step 3), in one statement.
+    """Every candidate of a retrieval (step 3), in one statement.
+
+    Always the per-round kinds nearest to the query, among eligible facts, and
+    this session's slots. With ``session_start`` (the session-start block is
+    computed, not reused: R12) first also
 
     - static memory (every kind that is not per-round) that could be injected,
       all of it, ordered by id;
     - the newest facts that could not (other statuses, kinds, validity,
       authority or age), so the event can say why they were not used (R14),
-      at most INACTIVE_HISTORY_LIMIT of them;
-    - per-round kinds nearest to the query, among eligible facts;
-    - this session's slots.
+      at most INACTIVE_HISTORY_LIMIT of them.
     """
+    parts = [
+        _nearest(project, principal, policy, query_vector, now),
+        _slots(project, principal, session, query_vector),
+    ]
+    if not session_start:
+        return _one_read(parts)
     base = Fact.objects.filter(_scope(project, principal)).exclude(kind="slot")
     eligible = _eligible(policy, now)
     static = _with_relevance(
@@ -212,30 +177,7 @@ def round_one_candidates(
     )
     history = _with_relevance(base.exclude(eligible), query_vector).order_by("-status_changed_at", "-id")
     return _one_read(
-        [
-            _rows(static.order_by("id"), "static"),
-            _rows(history, "history")[:INACTIVE_HISTORY_LIMIT],
-            _nearest(project, principal, policy, query_vector, now),
-            _slots(project, principal, session, query_vector),
-        ]
-    )
-
-
-def per_round_candidates(
-    project: Project,
-    principal: Principal | None,
-    session: Session | None,
-    policy: PolicySettings,
-    query_vector: Sequence[float] | None,
-    *,
-    now: datetime,
-) -> list[Candidate]:
-    """A later round's candidates (R12): per-round kinds near its query and the session's slots."""
-    return _one_read(
-        [
-            _nearest(project, principal, policy, query_vector, now),
-            _slots(project, principal, session, query_vector),
-        ]
+        [_rows(static.order_by("id"), "static"), _rows(history, "history")[:INACTIVE_HISTORY_LIMIT], *parts]
     )
 
 
@@ -249,10 +191,10 @@ def block_facts(project: Project, principal: Principal | None, fact_ids: Sequenc
         return []
     rows = (
         Fact.objects.filter(_scope(project, principal), pk__in=list(fact_ids))
-        .only(*CANDIDATE_FIELDS)
         .order_by("id")
+        .values(*CANDIDATE_FIELDS)
     )
-    return [_to_candidate(row, None) for row in rows]
+    return [candidate_from_columns(row["id"], row) for row in rows]
 
 
 def last_interaction(principal: Principal | None) -> datetime | None:
@@ -334,16 +276,11 @@ def _filtered(project_ids: list[int], filters: LogFilters, after: Cursor | None)
                 project_id__in=project_ids, external_id=filters.principal
             ).values("pk")
         )
-    if filters.mode:
-        qs = qs.filter(mode=filters.mode)
+    qs = narrowed(qs, mode=filters.mode, created_at__gte=filters.since, created_at__lt=filters.until)
     if filters.reason:
         qs = qs.filter(reasons__contains=[filters.reason])
     if filters.over_budget:
         qs = qs.filter(reasons__contains=["over_budget"])
-    if filters.since:
-        qs = qs.filter(created_at__gte=filters.since)
-    if filters.until:
-        qs = qs.filter(created_at__lt=filters.until)
     if after is not None:
         created_at, event_id = after
         # Row-wise (created_at, id) < cursor, spelled so the index's leading

@@ -19,12 +19,13 @@ from django.db.models.functions import RowNumber
 from governance.models import Fact, Project, ReviewDecision, Write
 from governance.models.writes import REVIEWABLE
 from governance.rules import guard
+from governance.rules.contradictions import is_conflict_review
 from governance.rules.diff import SideBySide, word_diff
 from governance.rules.labels import FINDINGS
 from governance.rules.text import similarity
 from governance.selectors import cursors
+from governance.selectors.pages import narrowed
 from governance.selectors.sessions import SummaryDiff, has_summary_finding, summary_diff
-from governance.services.conflicts import is_conflict_review
 
 QUEUE_STATUSES = REVIEWABLE
 PAGE_SIZE = 25
@@ -87,14 +88,9 @@ class QueueFilters:
     source: str = ""
 
     def apply(self, qs: QuerySet[Write]) -> QuerySet[Write]:
-        if self.project:
-            qs = qs.filter(project__slug=self.project)
-        if self.agent:
-            qs = qs.filter(agent__slug=self.agent)
-        if self.kind:
-            qs = qs.filter(kind=self.kind)
-        if self.source:
-            qs = qs.filter(source_type=self.source)
+        qs = narrowed(
+            qs, project__slug=self.project, agent__slug=self.agent, kind=self.kind, source_type=self.source
+        )
         if self.finding:
             # findings is a JSON list of {"check": ..., ...}: containment matches one element.
             qs = qs.filter(findings__contains=[{"check": self.finding}])
@@ -240,7 +236,7 @@ def review_items(writes: list[Write]) -> list[ReviewItem]:
                 write=write,
                 findings=findings,
                 statement_segments=statement_segments(write.statement, findings),
-                conflict_review=is_conflict_review(write),
+                conflict_review=is_conflict_review(write.source_ref, write.conflicts_with_id),
                 supersedes=target,
                 diff=word_diff(target.statement, write.statement) if target is not None else None,
                 similar=similar.get(write.pk, []),

@@ -18,7 +18,7 @@ from governance.rules import guard
 from governance.rules.sessions import resume_hint_findings
 from governance.rules.summaries import DroppedItem, highlight_source
 from governance.rules.supersession import effective_caps
-from governance.selectors.pages import Page, newest_first
+from governance.selectors.pages import Page, narrowed, newest_first
 
 SUMMARY_CHECK = "summary_check"
 
@@ -146,21 +146,16 @@ def session_page(session: Session) -> SessionPage:
     )
 
 
+# The session's own columns a list row shows (a person's sessions, the session list).
+LIST_COLUMNS = ("id", "external_id", "started_at", "ended_at", "mode")
+
+
 def principal_sessions(principal: Principal, *, limit: int = 20) -> list[Session]:
     """A person's latest sessions, newest first, for linking from the principal page (sessions:detail)."""
     return list(
         Session.objects.filter(principal=principal)
         .select_related("agent", "summary_fact")
-        .only(
-            "id",
-            "external_id",
-            "started_at",
-            "ended_at",
-            "mode",
-            "agent__slug",
-            "summary_fact__id",
-            "summary_fact__status",
-        )
+        .only(*LIST_COLUMNS, "agent__slug", "summary_fact__id", "summary_fact__status")
         .order_by("-started_at", "-id")[:limit]
     )
 
@@ -181,17 +176,14 @@ def session_list(
     project_ids: list[int], filters: SessionFilters, *, cursor: int | None, limit: int
 ) -> Page[Session]:
     """Sessions newest first, each with ``retrieval_count``: one query."""
-    qs = Session.objects.filter(project_id__in=project_ids)
-    if filters.project is not None:
-        qs = qs.filter(project_id=filters.project)
-    if filters.agent:
-        qs = qs.filter(agent__slug=filters.agent)
-    if filters.principal:
-        qs = qs.filter(principal__external_id=filters.principal)
-    if filters.mode:
-        qs = qs.filter(mode=filters.mode)
-    if filters.text:
-        qs = qs.filter(external_id__icontains=filters.text)
+    qs = narrowed(
+        Session.objects.filter(project_id__in=project_ids),
+        project_id=filters.project,
+        agent__slug=filters.agent,
+        principal__external_id=filters.principal,
+        mode=filters.mode,
+        external_id__icontains=filters.text,
+    )
     retrievals = (
         RetrievalEvent.objects.filter(session=OuterRef("pk"))
         .order_by()
@@ -202,11 +194,7 @@ def session_list(
     qs = (
         qs.select_related("project", "agent", "principal")
         .only(
-            "id",
-            "external_id",
-            "started_at",
-            "ended_at",
-            "mode",
+            *LIST_COLUMNS,
             "summary_fact",
             "project__slug",
             "agent__slug",

@@ -1,14 +1,14 @@
 """Appending to the hash-chained audit trail (R15).
 
 Every service that changes state calls ``record`` inside its own transaction,
-so the entry commits or rolls back with the change it describes.
+so the entry commits or rolls back with the change it describes. How an entry
+is hashed, and what breaks a chain, is ``rules/audit.py``; checking a stored
+chain is a read (``selectors/audit.verify_chain``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-from dataclasses import dataclass
 from typing import Any, TypedDict, Unpack
 
 from django.db import connection, models, transaction
@@ -17,9 +17,9 @@ from django.utils import timezone
 from governance import rls
 from governance.context import current_actor
 from governance.models import AuditEntry, Project
+from governance.rules.audit import GENESIS, entry_digest
 from governance.services import feed
 
-GENESIS = "0" * 64
 # pg_advisory_xact_lock(namespace, project id) serialises the writers of one
 # project's chain. The namespace is an arbitrary constant that only has to
 # differ from the other advisory locks' first key (services/replay.py); the
@@ -27,24 +27,6 @@ GENESIS = "0" * 64
 # writes audit entries too and takes the same lock with this number spelled
 # out, so the two must never drift (tests/governance/services/test_audit.py).
 AUDIT_CHAIN_LOCK_NAMESPACE = 8_675_309
-
-
-def entry_digest(entry: AuditEntry) -> str:
-    """The hash over an entry's content and its predecessor's hash."""
-    content = {
-        "project": entry.project_id,
-        "sequence": entry.sequence,
-        "actor": entry.actor,
-        "action": entry.action,
-        "object_type": entry.object_type,
-        "object_id": entry.object_id,
-        "reason": entry.reason,
-        "data": entry.data,
-        "created_at": entry.created_at.isoformat(),
-        "previous_hash": entry.previous_hash,
-    }
-    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 class EntryDetails(TypedDict, total=False):
@@ -70,6 +52,38 @@ def record(
     return entry
 
 
+def change_field(
+    project: Project | None,
+    action: str,
+    obj: models.Model,
+    field: str,
+    value: Any,
+    *,
+    reason: str,
+    actor_user: Any = None,
+    data: dict[str, Any] | None = None,
+) -> AuditEntry:
+    """Set one field of ``obj``, save it, and ``record`` the change with what the field was
+    ("from") and is now ("to"); ``data`` adds to what the entry says."""
+    _refuse_outside_a_transaction()  # before the save: a change is never saved without its entry
+    previous = getattr(obj, field)
+    setattr(obj, field, value)
+    obj.save(update_fields=[field])
+    return record(
+        project,
+        action,
+        obj,
+        reason=reason,
+        actor_user=actor_user,
+        data={"from": previous, "to": value, **(data or {})},
+    )
+
+
+def _refuse_outside_a_transaction() -> None:
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("Audit entries are written inside the transaction of the change they record.")
+
+
 def next_entry(
     project: Project | None,
     action: str,
@@ -83,8 +97,7 @@ def next_entry(
     """The next link of ``project``'s chain, hashed and not yet saved; the chain stays locked
     until the transaction ends. ``record`` saves it; erasure hands it to the database function
     that saves it (governance.services.history.open_erasure)."""
-    if not transaction.get_connection().in_atomic_block:
-        raise RuntimeError("Audit entries are written inside the transaction of the change they record.")
+    _refuse_outside_a_transaction()
     if isinstance(obj, tuple):
         object_type, object_id = obj
     else:
@@ -120,35 +133,3 @@ def next_entry(
     )
     entry.entry_hash = entry_digest(entry)
     return entry
-
-
-@dataclass(frozen=True)
-class BrokenLink:
-    project_id: int | None
-    sequence: int
-    entry_id: int | None  # None when the entry is gone (a cut-off tail)
-    problem: str
-
-
-def verify_chain(project_id: int | None = None) -> BrokenLink | None:
-    """Walk each project's chain in order; return the first broken link, if any."""
-    projects = (
-        [project_id]
-        if project_id is not None
-        else list(AuditEntry.objects.order_by().values_list("project_id", flat=True).distinct())
-    )
-    for pid in sorted(projects, key=lambda p: (p is None, p or 0)):
-        previous = GENESIS
-        expected_sequence = 1
-        for entry in AuditEntry.objects.filter(project_id=pid).order_by("sequence").iterator(chunk_size=2000):
-            if entry.sequence != expected_sequence:
-                return BrokenLink(
-                    pid, entry.sequence, entry.pk, f"expected entry #{expected_sequence}: a row is missing"
-                )
-            if entry.previous_hash != previous:
-                return BrokenLink(pid, entry.sequence, entry.pk, "does not link to the entry before it")
-            if entry_digest(entry) != entry.entry_hash:
-                return BrokenLink(pid, entry.sequence, entry.pk, "content does not match its hash")
-            previous = entry.entry_hash
-            expected_sequence += 1
-    return None

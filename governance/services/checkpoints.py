@@ -32,9 +32,9 @@ from django.db import transaction
 from django.db.models import Count, Max, Q
 
 from governance.models import AuditCheckpoint, AuditEntry, Project, RetrievalEvent
+from governance.rules.audit import BrokenLink
 from governance.rules.seals import retrieval_seal
 from governance.services import feed
-from governance.services.audit import BrokenLink
 from governance.services.retention import EXPIRED
 
 

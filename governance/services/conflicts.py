@@ -36,15 +36,10 @@ logger = logging.getLogger(__name__)
 POSSIBLE_CONFLICT_CHECK = "possible_conflict"
 KEEP_BOTH = "keep_both"
 # What a conflict review's source reference says: the system opened it, about this fact.
-REVIEW_REF = "conflict-check:fact-{fact}"
+REVIEW_REF = contradictions.CONFLICT_REVIEW_PREFIX + "fact-{fact}"
 # Neighbours compared by the background check: the nearest few are where a
 # rewording of the same attribute lives; more only costs time.
 NEIGHBOURS = 10
-
-
-def is_conflict_review(write: Write) -> bool:
-    """A review item the system opened for a possible conflict (not an agent's proposal)."""
-    return write.source_ref.startswith("conflict-check:") and write.conflicts_with_id is not None
 
 
 def flag_possible_conflict(newer: Fact, older: Fact, *, detail: str, found_by: str) -> Write | None:
@@ -57,7 +52,7 @@ def flag_possible_conflict(newer: Fact, older: Fact, *, detail: str, found_by: s
     if newer.status != "active" or older.status != "active" or newer.pk == older.pk:
         return None
     pair = Q(fact=newer, conflicts_with=older) | Q(fact=older, conflicts_with=newer)
-    already = Write.objects.filter(pair, source_ref__startswith="conflict-check:").filter(
+    already = Write.objects.filter(pair, source_ref__startswith=contradictions.CONFLICT_REVIEW_PREFIX).filter(
         Q(status="pending_review") | Q(decisions__action=KEEP_BOTH)
     )
     if already.exists():
@@ -110,7 +105,7 @@ def rulings_for(project: Project | int, principal: Principal | int | None) -> co
     rows = (
         Write.objects.filter(
             project=project,
-            source_ref__startswith="conflict-check:",
+            source_ref__startswith=contradictions.CONFLICT_REVIEW_PREFIX,
             fact__isnull=False,
             conflicts_with__isnull=False,
         )

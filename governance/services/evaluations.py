@@ -75,6 +75,36 @@ class ScenarioResult:
     counts: dict[str, int]
     error: str = ""
 
+    @classmethod
+    def measured(
+        cls,
+        scenario: rules.Scenario,
+        tally: rules.Tally,
+        notes: list[str],
+        *,
+        file: str,
+        error: str,
+        counts: Sequence[str] = rules.REPORTED_COUNTS,
+    ) -> ScenarioResult:
+        """A played scenario's result: its rates against its thresholds, and ``counts`` of its tally."""
+        metrics = rules.rates(tally)
+        missed = rules.missed(metrics, scenario.thresholds)
+        if tally.checks_failed:
+            missed.append("checks")
+        return cls(
+            name=scenario.name,
+            file=file,
+            metrics=metrics,
+            thresholds=dict(scenario.thresholds),
+            tokens_per_retrieval=rules.tokens_per_retrieval(tally),
+            passed=not missed and not error,
+            missed=missed,
+            notes=notes,
+            longest_chain=tally.longest_chain,
+            counts={name: getattr(tally, name) for name in counts},
+            error=error,
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -283,10 +313,6 @@ def _end_scope(play: _Play, step: rules.EndScopeStep) -> None:
     agent.refresh_from_db()
 
 
-def _contains(text: str, phrase: str) -> bool:
-    return phrase.casefold() in text.casefold()
-
-
 def _retrieve(play: _Play, step: rules.RetrieveStep) -> None:
     agent = play.agents[step.agent]
     label = step.name or f"round {step.round} for {step.principal or 'the project'}"
@@ -323,65 +349,29 @@ def _retrieve(play: _Play, step: rules.RetrieveStep) -> None:
     play.injected[event.pk] = selected
     candidates = retrieval_selectors.candidate_facts(event)
     by_id = {c.fact_id: c for c in candidates}
-    tally = play.tally
-    tally.retrievals += 1
-    tally.tokens += event.tokens_used
 
-    def ids(names: Sequence[str]) -> set[int]:
-        return {fid for fid in (play.fact_id(n) for n in names) if fid is not None}
-
-    for name in step.expect:
-        tally.expected += 1
-        if play.fact_id(name) in selected:
-            tally.expected_found += 1
-        else:
-            play.notes.append(f"{label}: did not give {name!r}.")
-    for phrase in step.expect_text:
-        tally.expected += 1
-        if _contains(event.context, phrase):
-            tally.expected_found += 1
-        else:
-            play.notes.append(f"{label}: the context lacks {phrase!r}.")
-
-    contaminants, stale, foreign = ids(step.contaminants), ids(step.stale), ids(step.foreign)
-    statements = [by_id[fid].statement if fid in by_id else "" for fid in selected]
-    tally.injected += len(selected)
-    for fid, statement in zip(selected, statements, strict=True):
-        candidate = by_id.get(fid)
-        other_person = (
-            candidate is not None
+    def given(fact_id: int) -> rules.GivenItem:
+        candidate = by_id.get(fact_id)
+        return rules.GivenItem(
+            fact_id=fact_id,
+            statement=candidate.statement if candidate is not None else "",
+            about_someone_else=candidate is not None
             and candidate.principal_id is not None
-            and candidate.principal_id != event.principal_id
+            and candidate.principal_id != event.principal_id,
+            inactive=candidate is not None and candidate.status != "active",
         )
-        if fid in contaminants or other_person or any(_contains(statement, p) for p in step.forbid_text):
-            tally.contaminated += 1
-            play.notes.append(f"{label}: gave forbidden item {statement[:60]!r}.")
-        # R2 checked from the outside: an item not active once the retrieval is
-        # logged was given after it changed.
-        inactive = candidate is not None and candidate.status != "active"
-        if fid in stale or inactive or any(_contains(statement, p) for p in step.stale_text):
-            tally.stale_injected += 1
-            play.notes.append(f"{label}: gave outdated item {statement[:60]!r}.")
-    # Phrases that reach the context outside any item (a resume hint, say) count as one item each.
-    outside = event.context
-    for statement in statements:
-        outside = outside.replace(statement, "")
-    for phrase in step.forbid_text:
-        if _contains(outside, phrase):
-            tally.injected += 1
-            tally.contaminated += 1
-            play.notes.append(f"{label}: the context says forbidden {phrase!r}.")
-    for phrase in step.stale_text:
-        if _contains(outside, phrase):
-            tally.injected += 1
-            tally.stale_injected += 1
-            play.notes.append(f"{label}: the context says outdated {phrase!r}.")
 
-    tally.candidates += len(candidates)
-    for candidate in candidates:
-        if candidate.project_id != event.project_id or candidate.fact_id in foreign:
-            tally.leaked += 1
-            play.notes.append(f"{label}: another project's item was a candidate.")
+    tally, notes = rules.retrieval_tally(
+        step,
+        label=label,
+        named={name: play.fact_id(name) for name in step.named_facts},
+        given=[given(fid) for fid in selected],
+        context=event.context,
+        candidates=[(c.fact_id, c.project_id != event.project_id) for c in candidates],
+        tokens=event.tokens_used,
+    )
+    play.tally.add(tally)
+    play.notes.extend(notes)
 
 
 def _feedback(play: _Play, step: rules.FeedbackStep) -> None:
@@ -464,40 +454,7 @@ def play_scenario(
         # One broken scenario is reported as failed; the run goes on with the rest.
         logger.exception("Scenario %s failed to play", scenario.name)
         error = f"{type(exc).__name__}: {exc}"
-    metrics = rules.rates(play.tally)
-    missed = rules.missed(metrics, scenario.thresholds)
-    tally = play.tally
-    if tally.checks_failed:
-        missed.append("checks")
-    result = ScenarioResult(
-        name=scenario.name,
-        file=file,
-        metrics=metrics,
-        thresholds=dict(scenario.thresholds),
-        tokens_per_retrieval=rules.tokens_per_retrieval(tally),
-        passed=not missed and not error,
-        missed=missed,
-        notes=play.notes,
-        longest_chain=tally.longest_chain,
-        counts={
-            "retrievals": tally.retrievals,
-            "expected": tally.expected,
-            "expected_found": tally.expected_found,
-            "injected": tally.injected,
-            "contaminated": tally.contaminated,
-            "stale_injected": tally.stale_injected,
-            "used": tally.used,
-            "stale_used": tally.stale_used,
-            "candidates": tally.candidates,
-            "leaked": tally.leaked,
-            "written_active": tally.written_active,
-            "derived_active": tally.derived_active,
-            "checks": tally.checks,
-            "checks_failed": tally.checks_failed,
-        },
-        error=error,
-    )
-    return result, tally
+    return ScenarioResult.measured(scenario, play.tally, play.notes, file=file, error=error), play.tally
 
 
 @dataclass(frozen=True)

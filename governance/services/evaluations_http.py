@@ -224,10 +224,6 @@ def _end_session(play: _Remote, step: rules.EndSessionStep) -> None:
         )
 
 
-def _contains(text: str, phrase: str) -> bool:
-    return phrase.casefold() in text.casefold()
-
-
 def _retrieve(play: _Remote, step: rules.RetrieveStep) -> None:
     label = step.name or f"round {step.round} for {step.principal or 'the project'}"
     principal = play.name(step.principal)
@@ -261,29 +257,7 @@ def _retrieve(play: _Remote, step: rules.RetrieveStep) -> None:
     if step.name:
         play.retrievals[step.name] = retrieval_id
     items = result["items"]
-    selected = [item["fact_id"] for item in items]
-    play.injected[retrieval_id] = selected
-    context = result["context"]
-    tally = play.tally
-    tally.retrievals += 1
-    tally.tokens += result["tokens_used"]
-
-    def ids(names: Sequence[str]) -> set[int]:
-        return {fid for fid in (play.fact_id(n) for n in names) if fid is not None}
-
-    for name in step.expect:
-        tally.expected += 1
-        if play.fact_id(name) in selected:
-            tally.expected_found += 1
-        else:
-            play.notes.append(f"{label}: did not give {name!r}.")
-    for phrase in step.expect_text:
-        tally.expected += 1
-        if _contains(context, phrase):
-            tally.expected_found += 1
-        else:
-            play.notes.append(f"{label}: the context lacks {phrase!r}.")
-
+    play.injected[retrieval_id] = [item["fact_id"] for item in items]
     # Every candidate, read back with the same key: one the key cannot read is another project's.
     candidates = _json(play.agent.get(f"/api/v1/retrievals/{retrieval_id}"), 200)["candidates"]
     seen: dict[int, dict[str, Any] | None] = {}
@@ -292,37 +266,29 @@ def _retrieve(play: _Remote, step: rules.RetrieveStep) -> None:
         if answer.status_code not in (200, 404):
             raise RemoteError(f"GET /api/v1/facts/{candidate['fact_id']} answered {answer.status_code}")
         seen[candidate["fact_id"]] = answer.json() if answer.status_code == 200 else None
-    contaminants, stale, foreign = ids(step.contaminants), ids(step.stale), ids(step.foreign)
-    tally.injected += len(items)
-    for item in items:
-        fid, statement = item["fact_id"], item["statement"]
-        fact = seen.get(fid)
-        other_person = fact is not None and fact["principal"] is not None and fact["principal"] != principal
-        if fid in contaminants or other_person or any(_contains(statement, p) for p in step.forbid_text):
-            tally.contaminated += 1
-            play.notes.append(f"{label}: gave forbidden item {statement[:60]!r}.")
-        inactive = fact is not None and fact["status"] != "active"
-        if fid in stale or inactive or any(_contains(statement, p) for p in step.stale_text):
-            tally.stale_injected += 1
-            play.notes.append(f"{label}: gave outdated item {statement[:60]!r}.")
-    outside = context
-    for item in items:
-        outside = outside.replace(item["statement"], "")
-    for phrase in step.forbid_text:
-        if _contains(outside, phrase):
-            tally.injected += 1
-            tally.contaminated += 1
-            play.notes.append(f"{label}: the context says forbidden {phrase!r}.")
-    for phrase in step.stale_text:
-        if _contains(outside, phrase):
-            tally.injected += 1
-            tally.stale_injected += 1
-            play.notes.append(f"{label}: the context says outdated {phrase!r}.")
-    tally.candidates += len(candidates)
-    for fid, fact in seen.items():
-        if fact is None or fid in foreign:
-            tally.leaked += 1
-            play.notes.append(f"{label}: another project's item was a candidate.")
+
+    def given(item: dict[str, Any]) -> rules.GivenItem:
+        fact = seen.get(item["fact_id"])
+        return rules.GivenItem(
+            fact_id=item["fact_id"],
+            statement=item["statement"],
+            about_someone_else=fact is not None
+            and fact["principal"] is not None
+            and fact["principal"] != principal,
+            inactive=fact is not None and fact["status"] != "active",
+        )
+
+    tally, notes = rules.retrieval_tally(
+        step,
+        label=label,
+        named={name: play.fact_id(name) for name in step.named_facts},
+        given=[given(item) for item in items],
+        context=result["context"],
+        candidates=[(fid, fact is None) for fid, fact in seen.items()],
+        tokens=result["tokens_used"],
+    )
+    play.tally.add(tally)
+    play.notes.extend(notes)
 
 
 def _feedback(play: _Remote, step: rules.FeedbackStep) -> None:
@@ -382,22 +348,8 @@ def play_remote(
         _amplification(play)
     except (RemoteError, httpx.HTTPError, KeyError, ValueError) as exc:
         error = f"{type(exc).__name__}: {exc}"
-    metrics = rules.rates(play.tally)
-    missed = rules.missed(metrics, scenario.thresholds)
-    if play.tally.checks_failed:
-        missed.append("checks")
-    result = ScenarioResult(
-        name=scenario.name,
-        file=file,
-        metrics=metrics,
-        thresholds=dict(scenario.thresholds),
-        tokens_per_retrieval=rules.tokens_per_retrieval(play.tally),
-        passed=not missed and not error,
-        missed=missed,
-        notes=play.notes,
-        longest_chain=play.tally.longest_chain,
-        counts={"retrievals": play.tally.retrievals, "candidates": play.tally.candidates},
-        error=error,
+    result = ScenarioResult.measured(
+        scenario, play.tally, play.notes, file=file, error=error, counts=("retrievals", "candidates")
     )
     return result, play.tally
 

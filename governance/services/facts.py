@@ -162,19 +162,11 @@ def change_authority(fact: Fact, *, authority: int, user: Any, reason: str) -> F
     fact = Fact.objects.select_for_update().get(pk=fact.pk)
     if fact.status in ("withdrawn",):
         raise FactStateError("A withdrawn fact has nothing left to re-rate.")
-    old = fact.authority
-    fact.authority = authority
-    fact.save(update_fields=["authority"])
+    audit.change_field(
+        fact.project, "fact.authority_changed", fact, "authority", authority, reason=reason, actor_user=user
+    )
     # Below the floor it may no longer be injected; above, the cached tag is out of date.
     _invalidate_session_blocks([fact.pk])
-    audit.record(
-        fact.project,
-        "fact.authority_changed",
-        fact,
-        reason=reason,
-        actor_user=user,
-        data={"from": old, "to": authority},
-    )
     return fact
 
 

@@ -266,24 +266,26 @@ def publish_draft(agent: Agent, reason: str, *, user: Any = None) -> PolicyVersi
         )
     version = _next_version(agent, settings.to_dict(), reason, user, rolled_back_from=None)
     draft.delete()
-    _record_publish(agent, version, active, changes, widening, reason, user)
+    _record_version(
+        "policy.published", agent, version, active, changes, reason, user, widening=widening, approved_by=None
+    )
     return version
 
 
-def _record_publish(
+def _record_version(
+    action: str,
     agent: Agent,
     version: PolicyVersion,
     previous: PolicyVersion,
     changes: list[FieldChange],
-    widening: list[str],
     reason: str,
     user: Any,
-    *,
-    approved_by: Any = None,
+    **details: Any,
 ) -> None:
+    """The entry of a new policy version (published, or rolled back to): which it replaced, what changed."""
     audit.record(
         agent.project,
-        "policy.published",
+        action,
         version,
         reason=reason,
         data={
@@ -291,8 +293,7 @@ def _record_publish(
             "version": version.version,
             "previous": previous.version,
             "changes": _changes_data(changes),
-            "widening": widening,
-            "approved_by": _username(approved_by),
+            **details,
         },
         actor_user=user,
     )
@@ -321,19 +322,8 @@ def rollback(agent: Agent, to_version: int, reason: str, *, user: Any = None) ->
             "as a draft (copy the version into the draft) so it can be approved."
         )
     version = _next_version(agent, dict(target.settings), reason, user, rolled_back_from=target)
-    audit.record(
-        agent.project,
-        "policy.rolled_back",
-        version,
-        reason=reason,
-        data={
-            "agent": agent.slug,
-            "version": version.version,
-            "previous": active.version,
-            "rolled_back_to": target.version,
-            "changes": _changes_data(changes),
-        },
-        actor_user=user,
+    _record_version(
+        "policy.rolled_back", agent, version, active, changes, reason, user, rolled_back_to=target.version
     )
     return version
 
@@ -360,12 +350,11 @@ def set_source_caps(
     _widening_allowed(project, user, widening)
     if _needs_second_person(project, user, widening):
         return _request_approval(project, ChangeApproval.SOURCE_CAPS, stored, widening, reason, user)
-    return _apply_caps(project, previous, stored, widening, reason, user)
+    return _apply_caps(project, stored, widening, reason, user)
 
 
 def _apply_caps(
     project: Project,
-    previous: dict[str, Any],
     stored: dict[str, int],
     widening: list[str],
     reason: str,
@@ -373,20 +362,15 @@ def _apply_caps(
     *,
     approved_by: Any = None,
 ) -> Project:
-    project.source_caps = stored
-    project.save(update_fields=["source_caps"])
-    audit.record(
+    audit.change_field(
         project,
         "project.source_caps_changed",
         project,
+        "source_caps",
+        stored,
         reason=reason,
-        data={
-            "from": previous,
-            "to": stored,
-            "widening": widening,
-            "approved_by": _username(approved_by),
-        },
         actor_user=user,
+        data={"widening": widening, "approved_by": _username(approved_by)},
     )
     return project
 
@@ -399,16 +383,14 @@ def set_second_approval(project: Project, enabled: bool, reason: str, *, user: A
     project = Project.objects.select_for_update().get(pk=project.pk)
     if project.require_second_approval == enabled:
         raise NothingToChange("This is already the project's setting.")
-    previous = project.require_second_approval
-    project.require_second_approval = enabled
-    project.save(update_fields=["require_second_approval"])
-    audit.record(
+    audit.change_field(
         project,
         "project.second_approval_changed",
         project,
+        "require_second_approval",
+        enabled,
         reason=reason,
         actor_user=user,
-        data={"from": previous, "to": enabled},
     )
     return project
 
@@ -437,7 +419,6 @@ def decide_approval(approval_id: int, *, approve: bool, reason: str, user: Any) 
     else:
         _apply_caps(
             project,
-            dict(project.source_caps or {}),
             dict(approval.payload),
             list(approval.widening),
             approval.reason,
@@ -469,14 +450,15 @@ def _apply_approved_policy(approval: ChangeApproval, user: Any) -> str:
         agent, settings.to_dict(), approval.reason, approval.requested_by, rolled_back_from=None
     )
     PolicyDraft.objects.filter(agent=agent, based_on=active).delete()
-    _record_publish(
+    _record_version(
+        "policy.published",
         agent,
         version,
         active,
         diff_settings(active.policy, settings),
-        list(approval.widening),
         approval.reason,
         approval.requested_by,
-        approved_by=user,
+        widening=list(approval.widening),
+        approved_by=_username(user),
     )
     return "approved"

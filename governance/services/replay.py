@@ -55,10 +55,9 @@ from django.utils import timezone
 
 from governance.models import Agent, Fact, Job, PolicyDraft, RetrievalEvent
 from governance.models.jobs import JobStatus
-from governance.rules import contradictions, retrieval
+from governance.rules import contradictions, rendering, retrieval
 from governance.rules import replay as rules
 from governance.rules.policy import PolicySettings
-from governance.selectors.retrievals import CANDIDATE_COLUMNS
 from governance.services import audit, conflicts
 from memoryadmin import routers
 
@@ -85,7 +84,7 @@ _EVENT_FIELDS = (
     "project",
     "principal",
 )
-_SNAPSHOT_FIELDS = (*CANDIDATE_COLUMNS, "recorded_at")
+_SNAPSHOT_FIELDS = (*retrieval.CANDIDATE_COLUMNS, "recorded_at")
 
 
 class ReplayError(Exception):
@@ -412,50 +411,54 @@ class _Replayer:
         candidates, kinds, extra, approximate = _candidates_at(event, recorded, history, untracked)
 
         inherited: _StaticResult | None = None
+        # A later round that reused its block (R12) is decided against that block,
+        # with its per-round candidates only; otherwise everything is decided again.
+        block: str | None = None
+        static_facts: list[retrieval.Candidate] = []
+        hint: rendering.ResumeHint | None = None
         if event.static_block_cached:
             inherited = self.static.get(self.origins.get(event.pk) or 0)
             if inherited is None:
                 # No first round to replay (it predates the data): keep the recorded block.
-                block, static_facts = rules.static_block_of(event.context), []
+                block = rules.static_block_of(event.context)
                 approximate = True
             else:
                 block = inherited.block
                 kinds = {**inherited.kinds, **kinds}
                 snapshots = (rules.snapshot_at(history.get(fid, ()), at) for fid in inherited.fact_ids)
                 static_facts = [rules.to_candidate(s, None) for s in snapshots if s is not None]
-            per_round = [c for c in candidates if retrieval.is_per_round(c.kind, draft)]
             extra.extend(
                 rules.Outcome(c.fact_id, "excluded", rules.NOT_PER_ROUND)
                 for c in candidates
                 if not retrieval.is_per_round(c.kind, draft)
             )
-            plan = retrieval.plan_retrieval(
-                per_round,
-                draft,
-                now=at,
-                mode=event.mode,
-                identity_verified=event.identity_verified,
-                resume_hint=None,
-                cached_static_block=block,
-                cached_static_facts=static_facts,
-                rulings=rulings,
-            )
+            candidates = [c for c in candidates if retrieval.is_per_round(c.kind, draft)]
         else:
             # Nothing was injected, so the resume hint cannot be read back (R9, R10).
             approximate = approximate or (event.mode == "resume" and not event.context)
-            plan = _first_round(event, candidates, draft, rulings)
-            if event.pk in self.needed:
-                self.static[event.pk] = _StaticResult(
-                    block=plan.static_block,
-                    fact_ids=tuple(item.fact_id for item in plan.selected if not item.per_round),
-                    before=tuple(row.outcome for row in recorded if not row.per_round),
-                    after=tuple(
-                        rules.Outcome(d.fact_id, d.decision, d.reason)
-                        for d in plan.decisions
-                        if not d.per_round
-                    ),
-                    kinds=dict(kinds),
-                )
+            hint = rules.resume_hint_of(event.context) if event.mode == "resume" else None
+        plan = retrieval.plan_retrieval(
+            candidates,
+            draft,
+            now=at,
+            mode=event.mode,
+            identity_verified=event.identity_verified,
+            resume_hint=hint,
+            cached_static_block=block,
+            cached_static_facts=static_facts,
+            rulings=rulings,
+        )
+        # A first round another round reused: what the draft would have cached for it.
+        if not event.static_block_cached and event.pk in self.needed:
+            self.static[event.pk] = _StaticResult(
+                block=plan.static_block,
+                fact_ids=tuple(item.fact_id for item in plan.selected if not item.per_round),
+                before=tuple(row.outcome for row in recorded if not row.per_round),
+                after=tuple(
+                    rules.Outcome(d.fact_id, d.decision, d.reason) for d in plan.decisions if not d.per_round
+                ),
+                kinds=dict(kinds),
+            )
 
         after = [rules.Outcome(d.fact_id, d.decision, d.reason) for d in plan.decisions] + extra
         comparison = rules.compare_event(
@@ -502,8 +505,8 @@ def _candidates_at(
         if snapshot is None:
             extra.append(rules.Outcome(row.fact_id, "excluded", rules.NOT_RECORDED))
             continue
-        kinds[row.fact_id] = snapshot.kind
-        approximate = approximate or not snapshot.statement or row.fact_id in untracked
+        kinds[row.fact_id] = snapshot.fact.kind
+        approximate = approximate or not snapshot.fact.statement or row.fact_id in untracked
         # Without a query no relevance was computed; the recorded 0.0 stands for "none".
         candidates.append(rules.to_candidate(snapshot, row.relevance if event.query else None))
     return candidates, kinds, extra, approximate
@@ -621,19 +624,5 @@ def _history(
 def _snapshot(fact_id: int, at: datetime, values: list[Any]) -> rules.FactSnapshot:
     data = dict(zip(_SNAPSHOT_FIELDS, values, strict=True))
     return rules.FactSnapshot(
-        at=at,
-        fact_id=fact_id,
-        kind=data["kind"],
-        key=data["key"],
-        statement=data["statement"],
-        status=data["status"],
-        is_project_fact=data["principal_id"] is None,
-        source_type=data["source_type"],
-        source_ref=data["source_ref"],
-        authority=data["authority"],
-        confidence=data["confidence"],
-        valid_from=data["valid_from"],
-        valid_to=data["valid_to"],
-        last_verified_at=data["last_verified_at"],
-        recorded_at=data["recorded_at"],
+        at=at, recorded_at=data["recorded_at"], fact=retrieval.candidate_from_columns(fact_id, data)
     )

@@ -121,8 +121,8 @@ def _decide(
         )
         if reuse is not None:
             plan = rules.plan_retrieval(
-                selectors.per_round_candidates(
-                    agent.project, principal, session, policy, query_vector, now=now
+                selectors.candidates(
+                    agent.project, principal, session, policy, query_vector, now=now, session_start=False
                 ),
                 policy,
                 now=now,
@@ -148,8 +148,8 @@ def _decide(
     mode = session.mode if session is not None and session.mode else None
     if mode is None:
         mode = rules.session_mode(selectors.last_interaction(principal), now, policy)
-    candidates = selectors.round_one_candidates(
-        agent.project, principal, session, policy, query_vector, now=now
+    candidates = selectors.candidates(
+        agent.project, principal, session, policy, query_vector, now=now, session_start=True
     )
     hint, hint_session_id = _resume_hint(agent, principal, session, now) if mode == "resume" else (None, None)
     plan = rules.plan_retrieval(

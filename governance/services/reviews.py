@@ -22,7 +22,7 @@ from governance.models import (
 )
 from governance.models.retrievals import events_naming
 from governance.models.writes import REVIEWABLE
-from governance.rules import identifiers
+from governance.rules import contradictions, identifiers
 from governance.rules.text import statement_fingerprint
 from governance.rules.tokens import count_tokens
 from governance.selectors.erasures import pseudonym_of
@@ -112,7 +112,7 @@ def _decide(write_id: int, decision: Decision, reason: str, reviewer: Any) -> Wr
     action = "edit_approve" if edited is not None and edited != write.statement else decision.action
     # A conflict review (services/conflicts.py): its fact is already active, and
     # the question is only what happens to the pair.
-    conflict_review = conflicts.is_conflict_review(write)
+    conflict_review = contradictions.is_conflict_review(write.source_ref, write.conflicts_with_id)
     if decision.action == conflicts.KEEP_BOTH and write.conflicts_with_id is None:
         raise InvalidDecision(
             "action", "Keep both is for a write that may contradict a current fact; this one does not."

@@ -40,19 +40,19 @@ class Reuse:
 
 def invalidate(fact_ids: Iterable[int]) -> int:
     """Drop every cached block that holds any of these facts; how many were dropped."""
-    ids = sorted({int(i) for i in fact_ids})
-    if not ids:
-        return 0
-    deleted, _ = SessionBlock.objects.filter(fact_ids__overlap=ids).delete()
-    return deleted
+    return _drop("fact_ids__overlap", fact_ids)
 
 
 def invalidate_hints(session_ids: Iterable[int]) -> int:
     """Drop every cached block that quotes the resume hint of one of these sessions."""
-    ids = sorted({int(i) for i in session_ids})
-    if not ids:
+    return _drop("hint_session_id__in", session_ids)
+
+
+def _drop(lookup: str, ids: Iterable[int]) -> int:
+    wanted = sorted({int(i) for i in ids})
+    if not wanted:
         return 0
-    deleted, _ = SessionBlock.objects.filter(hint_session_id__in=ids).delete()
+    deleted, _ = SessionBlock.objects.filter(**{lookup: wanted}).delete()
     return deleted
 
 

@@ -17,6 +17,8 @@ from django.utils import timezone
 
 from governance.models import AuditEntry, Job, Project, RetrievalEvent
 from governance.models.jobs import JobStatus
+from governance.rules.audit import BrokenLink
+from governance.selectors.audit import verify_chain
 from governance.services import audit, checkpoints
 
 JOB_KIND = "verify_audit"
@@ -73,14 +75,14 @@ def verify_project(project: Project) -> dict[str, Any]:
     """What ``verify_audit --project`` checks, as a result a page can put in words."""
     pid = project.pk
     broken = (
-        audit.verify_chain(pid)
+        verify_chain(pid)
         or checkpoints.verify_against(pid, only_project=True)
         or checkpoints.verify_retrieval_seals(pid, only_project=True)
     )
     entries = AuditEntry.objects.filter(project=project).count()
     sealed = RetrievalEvent.objects.filter(project=project).count()
     signed = bool(checkpoints.latest_checkpoints(pid, only_project=True))
-    if isinstance(broken, audit.BrokenLink):
+    if isinstance(broken, BrokenLink):
         where = f"entry {broken.sequence}" + ("" if broken.entry_id is None else f" (id {broken.entry_id})")
         return {
             "intact": False,

@@ -24,6 +24,7 @@ from governance.exports import export_response
 from governance.models import Fact, Job
 from governance.rules.export import FORMATS
 from governance.selectors import audit as selectors
+from governance.selectors import facts as fact_selectors
 from governance.services import verification as verification_service
 from governance.views.base import (
     PagedFilterForm,
@@ -137,7 +138,7 @@ def fact_timeline(request: HttpRequest, fact_id: int) -> HttpResponse:
     fact = get_scoped(
         request, Fact.objects.defer("embedding").select_related("project", "principal"), pk=fact_id
     )
-    timeline = selectors.fact_timeline(fact)
+    timeline = fact_selectors.fact_timeline(fact)
     return render(
         request,
         "governance/audit/fact_timeline.html",

@@ -17,7 +17,7 @@ from django.db import DatabaseError, connection, transaction
 
 from governance import rls
 from governance.models import AuditEntry, ErasureGrant, Fact, Write
-from governance.services.audit import verify_chain
+from governance.selectors.audit import verify_chain
 from governance.services.facts import withdraw_fact
 from governance.services.history import open_erasure
 from tests.governance.database_helpers import connection_params, owner_cursor, owner_role

@@ -10,8 +10,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import Count
 
 from governance.models import AuditEntry, Project, RetrievalEvent
+from governance.rules.audit import BrokenLink
+from governance.selectors.audit import verify_chain
 from governance.services import checkpoints
-from governance.services.audit import BrokenLink, verify_chain
 
 
 class Command(BaseCommand):

@@ -14,8 +14,9 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from governance.models import AuditEntry
+from governance.rules.audit import entry_digest
+from governance.selectors.audit import verify_chain
 from governance.services import checkpoints
-from governance.services.audit import entry_digest, verify_chain
 from tests.governance.database_helpers import tamper
 from tests.governance.review_helpers import propose
 

@@ -21,8 +21,8 @@ from django.core.management import call_command
 from django.db import connection, transaction
 
 from governance.models import AuditEntry, Fact, Write
+from governance.selectors.audit import verify_chain
 from governance.services import writes as write_service
-from governance.services.audit import verify_chain
 from governance.services.facts import statement_digest
 from memoryadmin.database_roles import as_owner
 from tests.governance.database_helpers import tamper

@@ -17,6 +17,7 @@ from governance.rules.contradictions import (
     conflict_losers,
     contradiction,
     infer_key,
+    is_conflict_review,
     key_attribute,
     similar_conflict,
 )
@@ -201,3 +202,11 @@ def test_an_occasion_or_a_plan_is_never_a_similar_conflict() -> None:
     # A standing value that differs is still put before a reviewer.
     found = similar_conflict("My locker number is 17.", "My locker number is 41.", 0.9)
     assert found is not None and found.kinds
+
+
+def test_a_conflict_review_is_the_systems_check_with_an_older_fact_named() -> None:
+    assert is_conflict_review("conflict-check:fact-12", 11)
+    # A write that names the older fact but came from an agent, or the system's
+    # reference without an older fact: not conflict reviews.
+    assert not is_conflict_review("chat:42", 11)
+    assert not is_conflict_review("conflict-check:fact-12", None)

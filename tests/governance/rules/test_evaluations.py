@@ -130,3 +130,48 @@ def test_a_write_many_step_stands_for_numbered_single_writes() -> None:
     assert {(w.agent, w.kind, w.source, w.age_days, w.principal) for w in writes} == {
         (rules.MAIN, "project_fact", "documentation", 2.0, None)
     }
+
+
+def test_one_retrieval_is_tallied_from_what_it_gave_and_what_it_read() -> None:
+    step = rules.RetrieveStep(
+        name="r",
+        expect=("home", "never"),
+        expect_text=("Leeds", "Paris"),
+        contaminants=("bob",),
+        stale=("old",),
+        forbid_text=("password",),
+        stale_text=("Berlin",),
+        foreign=("theirs",),
+    )
+    named = {"home": 1, "never": None, "bob": 2, "old": 3, "theirs": 9}
+    given = [
+        rules.GivenItem(1, "I live in Leeds.", about_someone_else=False, inactive=False),
+        rules.GivenItem(2, "Bob likes tea.", about_someone_else=True, inactive=False),
+        rules.GivenItem(3, "I lived in Berlin.", about_someone_else=False, inactive=True),
+    ]
+    context = "Resume: the password is hunter2.\nI live in Leeds.\nBob likes tea.\nI lived in Berlin."
+    tally, notes = rules.retrieval_tally(
+        step,
+        label="r",
+        named=named,
+        given=given,
+        context=context,
+        candidates=[(1, False), (2, False), (3, False), (8, True), (9, False)],
+        tokens=40,
+    )
+    assert (tally.retrievals, tally.tokens) == (1, 40)
+    # "never" never became a fact, and no item says Paris.
+    assert (tally.expected, tally.expected_found) == (4, 2)
+    # Three items, and the forbidden phrase outside any item counts as one more.
+    assert (tally.injected, tally.contaminated, tally.stale_injected) == (4, 2, 1)
+    # Another project's candidate, and the one the scenario names as foreign.
+    assert (tally.candidates, tally.leaked) == (5, 2)
+    assert notes == [
+        "r: did not give 'never'.",
+        "r: the context lacks 'Paris'.",
+        "r: gave forbidden item 'Bob likes tea.'.",
+        "r: gave outdated item 'I lived in Berlin.'.",
+        "r: the context says forbidden 'password'.",
+        "r: another project's item was a candidate.",
+        "r: another project's item was a candidate.",
+    ]

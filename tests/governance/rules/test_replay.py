@@ -28,7 +28,7 @@ from governance.rules.replay import (
     static_block_of,
     to_candidate,
 )
-from governance.rules.retrieval import plan_retrieval
+from governance.rules.retrieval import Candidate, plan_retrieval
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
@@ -53,7 +53,8 @@ def snap(fact_id: int = 1, at: datetime = NOW - 40 * DAY, **overrides: Any) -> F
         "recorded_at": at,
     }
     values.update(overrides)
-    return FactSnapshot(**values)
+    at, recorded_at = values.pop("at"), values.pop("recorded_at")
+    return FactSnapshot(at=at, recorded_at=recorded_at, fact=Candidate(**values))
 
 
 # --- facts as they stood ---------------------------------------------------
@@ -61,13 +62,13 @@ def snap(fact_id: int = 1, at: datetime = NOW - 40 * DAY, **overrides: Any) -> F
 
 def test_snapshot_at_takes_the_last_row_written_at_or_before_the_time():
     created = snap(at=NOW - 10 * DAY, status="pending_review")
-    approved = replace(created, at=NOW - 5 * DAY, status="active")
-    superseded = replace(created, at=NOW - 1 * DAY, status="superseded")
+    approved = snap(at=NOW - 5 * DAY, recorded_at=created.recorded_at, status="active")
+    superseded = snap(at=NOW - 1 * DAY, recorded_at=created.recorded_at, status="superseded")
     history = [created, approved, superseded]
 
     def status(at: datetime) -> str | None:
         row = snapshot_at(history, at)
-        return row.status if row else None
+        return row.fact.status if row else None
 
     assert status(NOW - 11 * DAY) is None  # not recorded yet
     assert status(NOW - 7 * DAY) == "pending_review"

@@ -59,8 +59,8 @@ def test_round_one_reads_every_candidate_in_one_statement(
 ) -> None:
     facts = people["facts"]
     with django_assert_num_queries(1):
-        candidates = selectors.round_one_candidates(
-            project, people["alice"], None, POLICY, unit(0), now=people["now"]
+        candidates = selectors.candidates(
+            project, people["alice"], None, POLICY, unit(0), now=people["now"], session_start=True
         )
     by_id = {c.fact_id: c for c in candidates}
     # Eligible static memory, the project's facts among it (R1).
@@ -79,8 +79,8 @@ def test_nearest_neighbours_are_only_facts_that_could_be_injected(
     project: Project, people: dict[str, Any], django_assert_num_queries: Any
 ) -> None:
     with django_assert_num_queries(1):
-        later = selectors.per_round_candidates(
-            project, people["alice"], None, POLICY, unit(0), now=people["now"]
+        later = selectors.candidates(
+            project, people["alice"], None, POLICY, unit(0), now=people["now"], session_start=False
         )
     assert [c.fact_id for c in later] == [people["facts"]["near"].pk, people["facts"]["far"].pk]
 
@@ -103,7 +103,7 @@ def test_facts_past_their_validity_or_below_the_floor_are_not_nearest_neighbours
             embedding=unit(0),
         ),
     )
-    later = selectors.per_round_candidates(project, alice, None, POLICY, unit(0), now=now)
+    later = selectors.candidates(project, alice, None, POLICY, unit(0), now=now, session_start=False)
     assert low.pk not in {c.fact_id for c in later} and ended.pk not in {c.fact_id for c in later}
 
 

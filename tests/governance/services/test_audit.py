@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
 from governance.services import audit
 
@@ -19,3 +19,25 @@ def test_the_database_erasure_function_takes_the_chain_lock_of_the_service():
         (definition,) = cursor.fetchone()
 
     assert f"pg_advisory_xact_lock({audit.AUDIT_CHAIN_LOCK_NAMESPACE}," in definition
+
+
+def test_a_field_change_is_saved_and_recorded_with_what_it_was_in_the_same_transaction(project, reviewer):
+    with transaction.atomic():
+        entry = audit.change_field(
+            project,
+            "project.second_approval_changed",
+            project,
+            "require_second_approval",
+            True,
+            reason="Two people from now on",
+            actor_user=reviewer,
+            data={"note": "kept"},
+        )
+    project.refresh_from_db()
+    assert project.require_second_approval is True
+    assert entry.data == {"from": False, "to": True, "note": "kept"}
+    assert (entry.object_type, entry.object_id, entry.actor_user_id) == (
+        "project",
+        str(project.pk),
+        reviewer.pk,
+    )

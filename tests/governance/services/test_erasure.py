@@ -19,11 +19,11 @@ from django.utils import timezone
 from governance.models import AuditEntry, Fact, Job, Principal, Project, SessionBlock, Tombstone, Write
 from governance.rules import erasure as rules
 from governance.selectors import erasures as selectors
+from governance.selectors.audit import verify_chain
 from governance.services import checkpoints, retrievals, reviews, sessions, writes
 from governance.services import embeddings as embedding_service
 from governance.services import erasure as erasure_service
 from governance.services import facts as fact_service
-from governance.services.audit import verify_chain
 from governance.services.writes import WriteRequest
 from tests.governance.database_helpers import tamper
 from tests.personas import AgentPersona

@@ -14,8 +14,8 @@ from django.conf import settings
 
 from governance.models import AuditEntry, Fact, Principal, Project, Tombstone
 from governance.rules.text import rekey_plain_digest
+from governance.selectors.audit import verify_chain
 from governance.services import facts as fact_service
-from governance.services.audit import verify_chain
 from governance.services.facts import statement_digest, withdraw_fact, withdraw_on_request
 from tests.personas import AgentPersona, FactFactory, PrincipalFactory
 

@@ -24,10 +24,10 @@ from governance.models import (
     Tombstone,
     Write,
 )
+from governance.selectors.audit import verify_chain
 from governance.services import agents as agent_service
 from governance.services import audit, reviews
 from governance.services import facts as fact_service
-from governance.services.audit import verify_chain
 from governance.tasks import expire_facts
 from tests.governance.review_helpers import propose
 from tests.helpers import candidate

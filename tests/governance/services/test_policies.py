@@ -10,6 +10,7 @@ from django.db import DatabaseError, connection, transaction
 
 from governance.models import Agent, AuditEntry, PolicyDraft, PolicyVersion, Project
 from governance.rules.policy import PolicySettings
+from governance.selectors.audit import verify_chain
 from governance.services import audit, policies
 from tests.personas import make_agent, make_user
 
@@ -90,7 +91,7 @@ def test_publish_makes_a_new_immutable_version_active_and_audits_the_reason(bot,
         str(version.pk),
     )
     assert entry.data["changes"] == {"confirm_days": {"from": 30, "to": 10}}
-    assert audit.verify_chain(bot.project_id) is None
+    assert verify_chain(bot.project_id) is None
 
 
 def test_versions_cannot_be_edited_in_the_database(bot):

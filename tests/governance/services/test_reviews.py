@@ -11,8 +11,8 @@ from django.db import connection
 from django.utils import timezone
 
 from governance.models import AuditEntry, Fact, ReviewDecision, Supersession, Write
+from governance.selectors.audit import verify_chain
 from governance.services import audit, retrievals, reviews
-from governance.services.audit import verify_chain
 from governance.services.reviews import AlreadyDecided, Decision, InvalidDecision
 from tests.governance.review_helpers import PENDING, QUARANTINED, propose
 from tests.personas import make_agent, make_user

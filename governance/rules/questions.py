@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from governance.rules.labels import label_for
 from governance.rules.policy import PolicySettings
@@ -33,6 +34,9 @@ class Traffic:
 
     days: int
     retrievals: int = 0
+    # Set when the window held more retrievals than the figures read: they are
+    # the newest ones, from ``since`` on (selectors.metrics.bounded).
+    since: datetime | None = None
     first_rounds: int = 0
     later_rounds: int = 0  # rounds after the first, within a session
     later_reused: int = 0  # of those, the session-start block was reused byte for byte

@@ -7,12 +7,12 @@ from django.db.models.functions import Length
 
 from governance.models import Agent, Principal, RetrievalEvent
 from governance.rules.questions import WEAK_ID_MAX_LENGTH, Traffic
-from governance.selectors.metrics import Percentile, Window
+from governance.selectors.metrics import Percentile, Window, bounded
 
 
 def traffic(agent: Agent, window: Window | None = None) -> Traffic:
     """Four queries, whatever the volume: events, modes, feedback, people."""
-    window = window or Window.last()
+    window = bounded(window or Window.last(), RetrievalEvent.objects.filter(agent=agent))
     events = RetrievalEvent.objects.filter(
         agent=agent, created_at__gte=window.since, created_at__lte=window.until
     )
@@ -45,6 +45,7 @@ def traffic(agent: Agent, window: Window | None = None) -> Traffic:
     return Traffic(
         days=window.days,
         retrievals=row["n"],
+        since=window.since if window.capped else None,
         first_rounds=row["first"],
         later_rounds=row["later"],
         later_reused=row["reused"],

@@ -65,7 +65,11 @@ def _charts(project: Project, agent: Agent | None, live: selectors.LiveMetrics) 
     return {
         "per_day": {
             "chart": _single("Retrievals per day", day_labels, [n for _, n in days]),
-            "caption": f"{live.retrievals} retrievals in the last {live.window.days} days"
+            "caption": (
+                f"The newest {live.retrievals} retrievals, since {live.window.since:%b %d %H:%M}"
+                if live.window.capped
+                else f"{live.retrievals} retrievals in the last {live.window.days} days"
+            )
             + (
                 f"; the busiest day, {busiest[0]:%b %d}, had {busiest[1]}." if busiest and busiest[1] else "."
             ),

@@ -134,4 +134,28 @@ def test_the_dashboard_costs_a_fixed_number_of_queries(project, support_bot):
         make_retrieval_event(support_bot.agent, tokens_used=10)
     with CaptureQueriesContext(connection) as many:
         metrics.live_metrics(project)
-    assert len(few) == len(many) <= 8
+    # Nine: the window's edge (metrics.bounded), then one query per figure.
+    assert len(few) == len(many) <= 9
+
+
+def test_a_busy_window_is_read_from_its_newest_retrievals(project, support_bot, monkeypatch):
+    """Past MAX_EVENTS the window starts later, and says so: constant cost at any volume."""
+    from governance.selectors import questions
+
+    monkeypatch.setattr(metrics, "MAX_EVENTS", 3)
+    now = timezone.now()
+    moments = [now - timedelta(days=d) for d in (1, 2, 3, 4, 5)]
+    for at in moments:
+        make_retrieval_event(support_bot.agent, tokens_used=10, created_at=at)
+    window = metrics.Window.last(now=now)
+
+    live = metrics.live_metrics(project, window=window)
+    assert live.retrievals == 3 and live.window.capped
+    assert live.window.since == moments[2]
+    measured = questions.traffic(support_bot.agent, window)
+    assert measured.retrievals == 3 and measured.since == moments[2]
+
+    monkeypatch.setattr(metrics, "MAX_EVENTS", 5)
+    whole = metrics.live_metrics(project, window=window)
+    assert whole.retrievals == 5 and not whole.window.capped and whole.window.since == window.since
+    assert questions.traffic(support_bot.agent, window).since is None

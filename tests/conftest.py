@@ -21,7 +21,10 @@ import pytest
 _TMP = Path(tempfile.mkdtemp(prefix="memtest-"))
 os.environ["MEMORYADMIN_PGDATA"] = str(_TMP / "pgdata")
 os.environ["MEMORYADMIN_PGDATA_CLEANUP"] = "delete"
-os.environ.setdefault("CELERY_FILESYSTEM_BROKER_DIR", str(_TMP / "broker"))
+# Set, not defaulted: under pytest-xdist each worker process inherits the controller's
+# environment, and a worker started from it (tests/governance/services/test_feed.py) must
+# listen on this process's broker folder, the one the worker fixture publishes to.
+os.environ["CELERY_FILESYSTEM_BROKER_DIR"] = str(_TMP / "broker")
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's loop + ORM calls in tests
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -50,6 +50,14 @@ def test_every_shipped_scenario_meets_its_thresholds() -> None:
     assert len(run_row.scenarios) == len(files)
     # Feedback steps went through the real service and were stored with their events.
     assert RetrievalFeedback.objects.exists()
+    # The labelled contradiction pairs (issue 20), read from this one play rather than played again.
+    results = {scenario["name"]: scenario for scenario in run_row.scenarios}
+    pairs, near = results["contradiction-pairs"], results["contradiction-near-misses"]
+    assert pairs["stale_adoption"] == 0.0, pairs["notes"]
+    # No near-miss suppressed: every statement of every pair is injected. (Two were held once:
+    # the scenario had the agent write "I live in Leeds." for five people within minutes, which
+    # the write guard rightly holds as a burst; each person now has a city of their own.)
+    assert near["recall"] == 1.0, near["notes"]
 
 
 @pytest.mark.parametrize("name", sorted(PENDING))
@@ -105,17 +113,14 @@ def test_a_bad_file_is_a_usage_error(tmp_path: Path) -> None:
     assert "no earlier write named nobody" in err
 
 
-def test_the_contradiction_pairs_play_as_scenarios_with_relevance_per_floor() -> None:
-    code, out, err = run("contradiction_pairs", "contradiction_near_misses", "--json", "--relevance")
+def test_relevance_per_floor_recommends_the_shipped_floor() -> None:
+    # The trade-off is measured on the labelled set, whichever scenario plays alongside;
+    # the contradiction scenarios themselves are checked in the full play above.
+    code, out, err = run("swapped_identifiers", "--json", "--relevance")
 
     assert code == 0, out + err
     doc = json.loads(out)
-    pairs, near = doc["scenarios"]
-    assert pairs["name"] == "contradiction-pairs" and pairs["stale_adoption"] == 0.0
-    # No near-miss suppressed: every statement of every pair is injected. (Two were held once:
-    # the scenario had the agent write "I live in Leeds." for five people within minutes, which
-    # the write guard rightly holds as a burst; each person now has a city of their own.)
-    assert near["name"] == "contradiction-near-misses" and near["recall"] == 1.0
+    assert [scenario["name"] for scenario in doc["scenarios"]] == ["swapped-identifiers"]
     assert doc["relevance"]["recommended_floor"] == 0.35
     floors = {row["threshold"]: row for row in doc["relevance"]["rows"]}
     assert floors[0.35]["precision"] > floors[0.2]["precision"]

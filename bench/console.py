@@ -28,14 +28,13 @@ import shutil
 import signal
 import sys
 import tempfile
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.scale import OUT, _environment, as_superuser, make_chain, pct, seed
+from bench.scale import OUT, _environment, as_superuser, make_chain, pct, seed, time_page
 
 
 def pages(
@@ -97,13 +96,7 @@ def measure(agent: Any, chain_fact: int, person: str, repeats: int) -> dict[str,
     ).items():
         client = by_role[role]
         client.get(url)  # the first answer warms caches the later ones share
-        times = []
-        for _ in range(repeats):
-            began = time.perf_counter()
-            response = client.get(url)
-            times.append((time.perf_counter() - began) * 1000)
-            if response.status_code != 200:
-                raise RuntimeError(f"{url} answered {response.status_code} to a {role}")
+        times = time_page(client, url, repeats)
         result[name] = {"url": url, "role": role, "p50_ms": pct(times, 50), "p95_ms": pct(times, 95)}
         print(
             f"  {name:28} {result[name]['p50_ms']:8.1f} {result[name]['p95_ms']:8.1f}  ({role})", flush=True

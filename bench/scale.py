@@ -783,16 +783,22 @@ def measure_console(agent: Any, chain_fact: int, person: str, repeats: int) -> d
     result: dict[str, Any] = {}
     every: list[float] = []
     for name, url in pages.items():
-        times = []
-        for _ in range(repeats):
-            began = time.perf_counter()
-            response = client.get(url)
-            times.append((time.perf_counter() - began) * 1000)
-            if response.status_code != 200:
-                raise RuntimeError(f"{url} answered {response.status_code}")
+        times = time_page(client, url, repeats)
         every += times
         result[name] = {"p50_ms": pct(times, 50), "p95_ms": pct(times, 95)}
     return {"console_p95_ms": pct(every, 95), "pages": result}
+
+
+def time_page(client: Any, url: str, repeats: int) -> list[float]:
+    """``repeats`` answers to one console page, in milliseconds; any answer but 200 stops the run."""
+    times = []
+    for _ in range(repeats):
+        began = time.perf_counter()
+        response = client.get(url)
+        times.append((time.perf_counter() - began) * 1000)
+        if response.status_code != 200:
+            raise RuntimeError(f"{url} answered {response.status_code}")
+    return times
 
 
 def make_chain(agent: Any, person: str, links: int) -> int:

@@ -12,17 +12,11 @@ from django.test import override_settings
 from playwright.sync_api import Page, expect
 
 from governance.models import Fact, Membership, ReviewDecision, Write
+from tests.governance.browser.helpers import log_in
 from tests.governance.review_helpers import PENDING, QUARANTINED, propose
-from tests.personas import PASSWORD, make_user
+from tests.personas import make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def log_in(page: Page, live_server, username: str, next_url: str) -> None:
-    page.goto(f"{live_server.url}/login/?next={next_url}")
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    page.get_by_role("button", name="Log in").click()
 
 
 def test_approve_after_editing_stores_the_edit_and_quotes_it(page: Page, live_server, project, support_bot):

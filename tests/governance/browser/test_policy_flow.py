@@ -8,17 +8,11 @@ from playwright.sync_api import Page, expect
 from governance.models import Job, PolicyVersion
 from governance.services import policies as policy_service
 from governance.services import replay as replay_service
+from tests.governance.browser.helpers import log_in
 from tests.governance.policy_helpers import retrieve, write
-from tests.personas import PASSWORD, make_user
+from tests.personas import make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def log_in(page: Page, live_server, username: str, next_url: str) -> None:
-    page.goto(f"{live_server.url}/login/?next={next_url}")
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    page.get_by_role("button", name="Log in").click()
 
 
 def test_policy_editor_edits_previews_and_publishes(page: Page, live_server, project, support_bot):

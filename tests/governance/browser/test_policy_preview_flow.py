@@ -10,17 +10,11 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from governance.models import PolicyDraft
+from tests.governance.browser.helpers import log_in
 from tests.governance.policy_helpers import retrieve, write
-from tests.personas import PASSWORD, make_user
+from tests.personas import make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def log_in(page: Page, live_server, username: str, next_url: str) -> None:
-    page.goto(f"{live_server.url}/login/?next={next_url}")
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    page.get_by_role("button", name="Log in").click()
 
 
 def shoot(page: Page, name: str, part: str) -> None:

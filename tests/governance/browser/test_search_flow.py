@@ -12,17 +12,11 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from governance.models import Session
+from tests.governance.browser.helpers import log_in
 from tests.governance.review_helpers import propose
-from tests.personas import PASSWORD, AgentPersona, make_retrieval_event
+from tests.personas import AgentPersona, make_retrieval_event
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def log_in(page: Page, live_server, username: str, next_url: str = "/") -> None:
-    page.goto(f"{live_server.url}/login/?next={next_url}")
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    page.get_by_role("button", name="Log in").click()
 
 
 def test_search_finds_a_fact_by_a_word_of_its_statement(page: Page, live_server, auditor, support_bot):

@@ -473,9 +473,10 @@ FLOOR_EVENT = """
 INSERT INTO governance_retrievalevent (
     project_id, agent_id, principal_id, session_id, policy_version_id, round, query, mode, identity_verified,
     context, tokens_used, token_budget, candidate_count, excluded_count, reasons, timings,
-    static_block_cached, cache_note, created_at, context_seal)
+    static_block_cached, cache_note, created_at, context_seal, candidate_data, candidate_fact_ids,
+    selected_fact_ids)
 VALUES (%s, %s, %s, NULL, %s, 1, 'floor', 'resume', true, 'floor', 0, 600, 20, 0, '[]', '{}', false, '',
-        now(), '')
+        now(), '', '[]', '{}', '{}')
 RETURNING id
 """
 

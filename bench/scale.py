@@ -449,7 +449,8 @@ def _candidate_rows(cursor: Any) -> bool:
 # The floor's candidate rows: the issue defines the floor with 20 candidate rows,
 # so a checkout without that table gets one of the same shape, for the floor only.
 # No foreign key to the event: a partitioned table (migration 0034) can only be
-# referenced by its whole key (id, created_at).
+# referenced by its whole key (id, created_at). Seeding creates it as the
+# superuser; the floor runs as the application role (memoryadmin.embedded_db.APP_ROLE).
 FLOOR_CANDIDATES = """
 CREATE TABLE IF NOT EXISTS bench_floor_candidate (
     id bigserial PRIMARY KEY,
@@ -460,6 +461,8 @@ CREATE TABLE IF NOT EXISTS bench_floor_candidate (
 );
 CREATE INDEX IF NOT EXISTS bench_floor_candidate_fact ON bench_floor_candidate (fact_id, event_id);
 CREATE INDEX IF NOT EXISTS bench_floor_candidate_event ON bench_floor_candidate (event_id);
+GRANT SELECT, INSERT ON bench_floor_candidate TO memoryadmin_app;
+GRANT USAGE ON SEQUENCE bench_floor_candidate_id_seq TO memoryadmin_app;
 """
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from governance.rules.text import (
+    Lexical,
     fold_confusables,
     is_hidden_char,
     near_duplicate,
@@ -166,3 +167,17 @@ class TestNearDuplicate:
         score = similarity(a, b)
         assert near_duplicate(a, b, threshold=score)
         assert not near_duplicate(a, b, threshold=score + 0.01)
+
+
+def test_a_prepared_statement_compares_like_the_plain_texts() -> None:
+    pairs = [
+        ("User prefers  Dark mode.", "user prefers dark mode"),
+        ("Lives in Berlin", "lives in berlin, germany"),
+        ("Prefers tea", "Works from the Lisbon office"),
+        ("", "anything"),
+    ]
+    for a, b in pairs:
+        prepared = Lexical.of(a).similarity(Lexical.of(b))
+        assert prepared == similarity(a, b) == similarity(b, a)
+    assert Lexical.of("User prefers  Dark mode.").similarity(Lexical.of("user prefers dark mode")) == 1.0
+    assert Lexical.of("").similarity(Lexical.of("tea")) == 0.0

@@ -64,3 +64,28 @@ def test_a_person_with_many_facts_is_compared_with_their_newest(
     assert "Drank espresso in 2019" not in similar_statements(write.pk)
     monkeypatch.setattr(review_selectors, "EMBEDDING_POOL_PER_PRINCIPAL", 1000)
     assert similar_statements(write.pk) == ["Drank espresso in 2019"]
+
+
+def test_writes_of_two_people_on_one_page_each_get_their_own_persons_facts(
+    support_bot: AgentPersona, project
+) -> None:
+    # The page reads each person's pool once; a write never takes its nearest
+    # from the other person's pool, even when that fact is closer.
+    from governance.models import Write
+
+    alice_write = propose(support_bot, "Likes strong black coffee in the morning", principal="alice")
+    bob_write = propose(support_bot, "Takes green tea after lunch", principal="bob", key="drink")
+    alices = FactFactory.create(project=project, principal=alice_write.principal, statement="Drinks espresso")
+    bobs = FactFactory.create(project=project, principal=bob_write.principal, statement="Brews sencha")
+    for write in (alice_write, bob_write):
+        assert write.fact is not None
+        embed(write.fact, UNIT)
+    embed(alices, [0.9, 0.44] + [0.0] * 382)
+    embed(bobs, [0.99, 0.14] + [0.0] * 382)
+    writes = list(Write.objects.select_related("fact").filter(pk__in=[alice_write.pk, bob_write.pk]))
+
+    found = review_selectors._similar_facts(writes, exclude={})
+
+    assert [s.fact.statement for s in found[alice_write.pk]] == ["Drinks espresso"]
+    assert [s.fact.statement for s in found[bob_write.pk]] == ["Brews sencha"]
+    assert {s.method for similar in found.values() for s in similar} == {"embedding"}

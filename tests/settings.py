@@ -19,3 +19,10 @@ SECURE_SSL_REDIRECT = False
 # MD5 first makes those hashes cheap; the production hashers stay listed, so a
 # password hashed with them still verifies. Not a setting for anything but tests.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher", *global_settings.PASSWORD_HASHERS]
+
+# Every test client is a new request handler, and each handler builds its
+# middleware: WhiteNoise with finders then stats and describes every static
+# file (about 60 ms per client on this machine, and personas make a client per
+# request). Autorefresh looks a file up only when a /static/ URL is asked for,
+# which the browser tests' live server still serves the same way.
+WHITENOISE_AUTOREFRESH = True

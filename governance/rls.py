@@ -129,15 +129,22 @@ def apply_scope(
             connection.rls_applied = None
         return result
     value = current().setting()
-    if idle and connection.get_autocommit():
-        # The statement would be a transaction of its own: make it one that
-        # starts with the setting.
-        with raw.transaction():
+    # The setting goes over the raw connection, past Django's cursor (and so
+    # past the other wrappers and the statement counts). Django's error
+    # wrapper still translates what psycopg raises: a connection lost right
+    # here (a database restarting) must reach the request as Django's
+    # OperationalError, which answers 503, and mark the connection for
+    # closing, as any other statement would.
+    with connection.wrap_database_errors:
+        if idle and connection.get_autocommit():
+            # The statement would be a transaction of its own: make it one that
+            # starts with the setting.
+            with raw.transaction():
+                raw.execute("SELECT set_config(%s, %s, true)", [SETTING, value])
+                return execute(sql, params, many, context)
+        if getattr(connection, "rls_applied", None) != value:
             raw.execute("SELECT set_config(%s, %s, true)", [SETTING, value])
-            return execute(sql, params, many, context)
-    if getattr(connection, "rls_applied", None) != value:
-        raw.execute("SELECT set_config(%s, %s, true)", [SETTING, value])
-        connection.rls_applied = value
+            connection.rls_applied = value
     return execute(sql, params, many, context)
 
 

@@ -80,7 +80,7 @@ _current: ContextVar[ReplicaRead] = ContextVar("memoryadmin_replica_read", defau
 _pinned: ContextVar[bool] = ContextVar("memoryadmin_primary_pinned", default=False)
 _down_until = 0.0
 # Django wraps driver errors in its own; a statement run on the raw connection
-# (governance.rls sets the projects that way) raises psycopg's.
+# raises psycopg's unless its caller translates them (governance.rls does).
 ERRORS = (DatabaseError, psycopg.Error)
 
 

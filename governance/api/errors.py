@@ -6,10 +6,13 @@ import logging
 import sys
 from typing import Any
 
+import psycopg
+from csp.exceptions import CSPNonceError
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.db import InterfaceError, OperationalError
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
+from django.template import loader
 from django.views import defaults
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -108,6 +111,31 @@ DATABASE_UNAVAILABLE_MESSAGE = (
 )
 
 
+# What a lost or restarting database raises (or a query it cancelled):
+# transient, with the transaction rolled back, so the client should retry
+# rather than see a server error. psycopg's own classes too: a statement run
+# on the raw connection, past Django's cursor, is not translated unless its
+# caller does it (governance.rls does), and an outage must not become a 500
+# because some library forgot.
+DATABASE_LOST = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
+
+
+def database_lost(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is a lost database, or was raised while handling one.
+
+    Django turns some into errors of its own: a session it could not save
+    becomes an interrupted session (a 400), raised while handling the lost
+    connection.
+    """
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, DATABASE_LOST):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def database_unavailable() -> Response:
     """503 while the database cannot be reached; the client may send the same request again.
 
@@ -122,11 +150,8 @@ def database_unavailable() -> Response:
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    if isinstance(exc, OperationalError | InterfaceError):
-        # A lost or restarting database (or a query it cancelled): transient,
-        # and the transaction was rolled back, so the client should retry
-        # rather than see a server error. Logged, since someone must look if
-        # it lasts.
+    if database_lost(exc):
+        # Logged, since someone must look if it lasts.
         logger.warning("API request failed on the database: %s", exc)
         return database_unavailable()
     if isinstance(exc, Http404):
@@ -167,21 +192,28 @@ def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
 
 
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if database_lost(exception):
+        return _database_unavailable_page(request)
     if is_api_path(request.path):
         if isinstance(exception, RequestDataTooBig):
             return api_error(413, "too_large", "The request body is too large.")
         return api_error(400, "invalid", "The request is invalid.")
-    return defaults.bad_request(request, exception)
+    try:
+        return defaults.bad_request(request, exception)
+    except CSPNonceError:
+        # Refused by a middleware on the way out (the session could not be
+        # saved): the Content-Security-Policy header is written by then, so
+        # the page cannot have its nonce, nor the request's menu.
+        return HttpResponseBadRequest(loader.render_to_string("400.html"))
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
+    # Django calls this handler inside its except block, so the exception is
+    # at hand: a database lost outside a DRF view (in a middleware, while a
+    # console page renders) is a 503 too.
+    if database_lost(sys.exc_info()[1]):
+        return _database_unavailable_page(request)
     if is_api_path(request.path):
-        # Django calls this handler inside its except block, so the exception
-        # is at hand: a database lost outside a DRF view is a 503 too.
-        if isinstance(sys.exc_info()[1], OperationalError | InterfaceError):
-            response = api_error(503, "unavailable", DATABASE_UNAVAILABLE_MESSAGE)
-            response["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
-            return response
         return api_error(
             500, "server_error", "Something went wrong on our side; the request was not completed."
         )
@@ -190,3 +222,15 @@ def server_error(request: HttpRequest) -> HttpResponse:
         return render(request, "500.html", status=500)
     except Exception:  # the menu needs the database, which may be what failed
         return defaults.server_error(request)
+
+
+def _database_unavailable_page(request: HttpRequest) -> HttpResponse:
+    response: HttpResponse
+    if is_api_path(request.path):
+        response = api_error(503, "unavailable", DATABASE_UNAVAILABLE_MESSAGE)
+    else:
+        # Rendered without the request: the menu and the signed-in person
+        # come from the database that cannot be reached.
+        response = HttpResponse(loader.render_to_string("503.html"), status=503)
+    response["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
+    return response

@@ -150,6 +150,9 @@
     409: "Someone else changed this meanwhile. Reload the page to see the current state.",
     413: "That is too large to send.",
     429: "Too many requests just now: wait a moment and try again.",
+    // The database is out of reach (a restart): a change may have been saved
+    // just before it went, so this one does not promise that nothing was.
+    503: "The service cannot reach its database right now. Try again in a few seconds, then check whether your change was saved.",
   };
 
   function messageFor(status) {

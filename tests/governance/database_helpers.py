@@ -45,3 +45,14 @@ def tamper(sql: str, params: list[Any], table: str = "governance_auditentry") ->
         cursor.execute(f"ALTER TABLE {table} DISABLE TRIGGER USER")
         cursor.execute(sql, params)
         cursor.execute(f"ALTER TABLE {table} ENABLE TRIGGER USER")
+
+
+def end_session(backend_pid: int) -> None:
+    """End one database session as a restart or an administrator does (``pg_terminate_backend``).
+
+    From a connection of the application role, which may end its own role's
+    sessions; returns once the session is gone, so the next statement on it
+    certainly fails.
+    """
+    with psycopg.connect(**connection_params(str(connection.settings_dict["USER"])), autocommit=True) as conn:
+        conn.execute("SELECT pg_terminate_backend(%s, 5000)", [backend_pid])

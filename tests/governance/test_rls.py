@@ -1,0 +1,33 @@
+"""governance.rls: the projects setting, sent on the raw connection, fails like any statement."""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+
+import pytest
+from django.db import OperationalError, connection, transaction
+
+from governance import rls
+from governance.models import Project, Write
+from tests.governance.database_helpers import end_session
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.mark.parametrize("in_transaction", [True, False], ids=["in a transaction", "autocommit"])
+def test_a_session_lost_before_the_projects_are_set_raises_djangos_operational_error(
+    project: Project, in_transaction: bool
+) -> None:
+    # psycopg's own error here was a 500 where every other statement's was a
+    # 503: the API and the console answer Django's errors, not the driver's.
+    connection.ensure_connection()
+    end_session(connection.connection.info.backend_pid)
+    try:
+        with (
+            pytest.raises(OperationalError),
+            rls.scope(rls.projects([project.pk])),
+            transaction.atomic() if in_transaction else nullcontext(),
+        ):
+            Write.objects.count()
+    finally:
+        connection.close()

@@ -133,15 +133,19 @@ def sequential(agent: Any, n: int, tag: str) -> float:
     return n / (time.perf_counter() - began)
 
 
-def batches(agent: Any, count: int) -> list[float]:
+def batches(agent: Any, count: int, profile: cProfile.Profile | None = None) -> list[float]:
     from governance.services import writes as service
 
     rates = []
     for b in range(count):
         batch = [request(i, tag=f"batch{b}") for i in range(500)]
+        if profile is not None and b == count - 1:
+            profile.enable()
         began = time.perf_counter()
         outcomes = service.submit_batch(agent, batch)
         rates.append(len(outcomes) / (time.perf_counter() - began))
+    if profile is not None:
+        profile.disable()
     return rates
 
 
@@ -150,7 +154,9 @@ def main() -> None:
     parser.add_argument("--writes", type=int, default=300)
     parser.add_argument("--batches", type=int, default=2)
     parser.add_argument("--statements", action="store_true")
+    parser.add_argument("--profile-batch", action="store_true", help="cProfile the last batch only")
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--dump", help="also save the profile here (pstats format)")
     args = parser.parse_args()
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -180,11 +186,23 @@ def main() -> None:
         for i in range(50):
             guard_embedding(f"I prefer tea for meeting model-{i}")
         model_ms = (time.perf_counter() - began) / 50 * 1000
+        if args.profile_batch:
+            profile = cProfile.Profile()
+            rates = batches(agent, args.batches, profile)
+            out = io.StringIO()
+            pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(args.top)
+            print(out.getvalue())
+            print("batch of 500: " + ", ".join(f"{r:.0f}" for r in rates) + " facts/s")
+            if args.dump:
+                profile.dump_stats(args.dump)
+            return
         rate = sequential(agent, args.writes, "seq")
         profile = cProfile.Profile()
         profile.enable()
         profiled = sequential(agent, args.writes, "prof")
         profile.disable()
+        if args.dump:
+            profile.dump_stats(args.dump)
         out = io.StringIO()
         pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(args.top)
         print(out.getvalue())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from typing import Any
 
@@ -57,8 +58,9 @@ def enqueue_embeddings(fact_ids: list[int]) -> None:
     from governance.tasks import embed_facts
 
     for start in range(0, len(fact_ids), EMBED_TASK_FACTS):
-        chunk = fact_ids[start : start + EMBED_TASK_FACTS]
-        transaction.on_commit(lambda chunk=chunk: embed_facts.delay(chunk), robust=True)
+        transaction.on_commit(
+            functools.partial(embed_facts.delay, fact_ids[start : start + EMBED_TASK_FACTS]), robust=True
+        )
 
 
 def supersede_fact(

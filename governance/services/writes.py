@@ -8,7 +8,7 @@ the audit trail in the same transaction.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import EllipsisType
@@ -140,6 +140,7 @@ def submit_write(
     guard_vector: tuple[float, ...] | EllipsisType | None = ...,
     now: datetime | None = None,
     embed_later: list[int] | None = None,
+    principals: Mapping[str, Principal] | None = None,
 ) -> Write:
     """Record the write and everything that follows from it; replay for a repeated key.
 
@@ -185,6 +186,7 @@ def submit_write(
                 embedding=embedding,
                 now=now,
                 embed_later=embed_later,
+                principals=principals,
             )
         except IntegrityError as exc:
             # A concurrent request with the same key committed first (the unique
@@ -228,14 +230,21 @@ def submit_batch(agent: Agent, requests: Sequence[WriteRequest]) -> list[BatchOu
     vectors = guard_embeddings([r.statement for r in requests])
     outcomes: list[BatchOutcome] = []
     new_facts: list[int] = []
+    # Only principals of writes that stayed: a refused write's savepoint takes
+    # back a principal it created.
+    principals: dict[str, Principal] = {}
     with transaction.atomic():
         for request, vector in zip(requests, vectors, strict=True):
             try:
-                write = submit_write(agent, request, guard_vector=vector, embed_later=new_facts)
+                write = submit_write(
+                    agent, request, guard_vector=vector, embed_later=new_facts, principals=principals
+                )
             except REFUSALS as exc:
                 outcomes.append(BatchOutcome(write=None, refusal=exc))
             else:
                 outcomes.append(BatchOutcome(write=write, refusal=None))
+                if write.principal is not None:
+                    principals[write.principal.external_id] = write.principal
         # One task for the batch's new facts, queued when the batch commits.
         enqueue_embeddings(new_facts)
     return outcomes
@@ -267,13 +276,14 @@ def _submit(
     embedding: tuple[float, ...] | None = None,
     now: datetime | None = None,
     embed_later: list[int] | None = None,
+    principals: Mapping[str, Principal] | None = None,
 ) -> Write:
     project = agent.project
     assert agent.active_policy is not None, "every agent has an active policy version"
     policy = agent.active_policy.policy
     now = now or timezone.now()
 
-    principal = _principal(agent, request.principal)
+    principal = (principals or {}).get(request.principal or "") or _principal(agent, request.principal)
     try:
         # A slot write locks the session so it cannot slip in while end_session
         # (which holds the same lock) is ending the session's slots.
@@ -759,21 +769,19 @@ def _contradicted_facts(
     )
     if exclude is not None:
         pool = pool.exclude(pk=exclude.pk)
-    found: list[tuple[Fact, contradictions.Contradiction]] = []
-    for fact in pool[:CONTRADICTION_POOL]:
-        conflict = contradictions.contradiction(
-            request.statement, fact.statement, new_claims=claims, old_key=fact.key
-        )
+    found: list[tuple[int, contradictions.Contradiction]] = []
+    # Only what the comparison reads: whole rows (vectors included) of 200 facts
+    # were most of this look-up's time.
+    for pk, statement, key in pool.values_list("pk", "statement", "key")[:CONTRADICTION_POOL]:
+        conflict = contradictions.contradiction(request.statement, statement, new_claims=claims, old_key=key)
         if conflict is not None:
-            found.append((fact, conflict))
+            found.append((pk, conflict))
     if not found:
         return []
     # Locks what may be superseded, in id order so two writes cannot deadlock.
-    locked = {
-        f.pk: f
-        for f in Fact.objects.select_for_update().filter(pk__in=[f.pk for f, _ in found]).order_by("pk")
-    }
-    return [(locked[f.pk], c) for f, c in found if f.pk in locked and locked[f.pk].status == "active"]
+    rows = Fact.objects.select_for_update().filter(pk__in=[pk for pk, _ in found]).order_by("pk")
+    locked = {f.pk: f for f in rows}
+    return [(locked[pk], c) for pk, c in found if pk in locked and locked[pk].status == "active"]
 
 
 def _incumbent(fact: Fact) -> supersession_rules.Incumbent:

@@ -93,6 +93,20 @@ def embed_fact(fact_id: int) -> bool:
 
 
 @shared_task(
+    name="governance.tasks.embed_facts",
+    **EMBED_TIME_LIMITS,
+    **retry_on_any_error(),
+    max_retries=8,
+)
+def embed_facts(fact_ids: list[int]) -> int:
+    """``embed_fact`` for a batch of writes' new facts, with one model call; how many were stored."""
+    stored = embedding_service.embed_facts(fact_ids)
+    for fact_id in stored:
+        check_conflicts.delay(fact_id)
+    return len(stored)
+
+
+@shared_task(
     name="governance.tasks.check_conflicts",
     **EMBED_TIME_LIMITS,
     **retry_on_any_error(),

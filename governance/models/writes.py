@@ -107,6 +107,13 @@ class Write(models.Model):
                 name="write_agent_waiting_idx",
                 condition=Q(status__in=["pending_review", "quarantined"]),
             ),
+            # R16's count of an agent's derived writes in the last hour, read by
+            # every write: without it the count walks all of the agent's recent writes.
+            models.Index(
+                fields=["agent", "created_at"],
+                name="write_agent_derived_idx",
+                condition=Q(derived_from_retrieval__isnull=False),
+            ),
             # The console search (models/search.py).
             full_text_index("statement", "write_statement_fts"),
             substring_index("statement", "write_statement_trgm"),

@@ -39,6 +39,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from governance.rules import identifiers
+from governance.rules import text as text_rules
 from governance.rules.text import (
     CONFUSABLE_CHARS,
     TAG_CHAR_RANGE,
@@ -2001,6 +2002,7 @@ def semantic_text(statement: str) -> str:
 def clear_caches() -> None:
     """Forget memoised text normalisation (benchmarks measure cold calls)."""
     _text.cache_clear()
+    text_rules.clear_caches()
 
 
 # --- showing a statement to a reviewer -----------------------------------------------

@@ -13,6 +13,7 @@ import hmac
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 
 # The longest statement the API and the console accept. Every check here is
 # linear, and tests/governance/rules/test_linear_time.py holds them to 100 ms
@@ -169,9 +170,29 @@ def fold_confusables(text: str) -> str:
     return text.translate(_CONFUSABLE_TABLE)
 
 
+# Every write normalises its statement and those of the agent's recent writes
+# (the burst check) and of the facts it may repeat; the same strings come back
+# write after write, and walking them character by character was a fifth of a
+# write's time. Statements up to this length are memoised (the functions are
+# pure); longer ones, rare and up to MAX_STATEMENT_CHARS, are not, so the
+# caches stay a few megabytes whatever an agent sends.
+MEMOISED_CHARS = 512
+
+
 def normalise_statement(statement: str) -> str:
     """Canonical form of a statement for equality: NFKC, no hidden characters,
     casefolded, single spaces, no trailing punctuation."""
+    if len(statement) <= MEMOISED_CHARS:
+        return _normalise_memoised(statement)
+    return _normalise(statement)
+
+
+@lru_cache(maxsize=8192)
+def _normalise_memoised(statement: str) -> str:
+    return _normalise(statement)
+
+
+def _normalise(statement: str) -> str:
     text = unicodedata.normalize("NFKC", statement)
     text = "".join(ch for ch in text if not is_hidden_char(ch) and not _is_variation_selector(ch))
     # Casefolding can produce sequences NFKC would compose differently
@@ -196,6 +217,12 @@ def statement_fingerprint(statement: str, key: bytes) -> str:
         raise ValueError("fingerprint key must not be empty: an unkeyed hash can be reversed")
     canonical = normalise_statement(fold_confusables(unicodedata.normalize("NFKC", statement)))
     return hmac.new(key, canonical.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def clear_caches() -> None:
+    """Forget memoised normalisation (benchmarks measure cold calls)."""
+    _normalise_memoised.cache_clear()
+    _lexical_memoised.cache_clear()
 
 
 def keyed_digest(text: str, key: bytes) -> str:
@@ -254,16 +281,20 @@ def similarity(a: str, b: str) -> float:
 
 @dataclass(frozen=True)
 class Lexical:
-    """A statement prepared once for many ``similarity`` comparisons.
+    """A statement prepared once for many comparisons (``similarity``, ``near_duplicate``).
 
-    Normalising is most of a comparison's cost; a page that compares 25
-    statements with 300 facts each prepares every text once instead of once
-    per pair.
+    Normalising and cutting into tokens and trigrams is most of a comparison's
+    cost; a page that compares 25 statements with 300 facts each, or a write
+    compared with the facts it may repeat, prepares every text once. Prepared
+    forms of statements up to MEMOISED_CHARS are memoised like
+    ``normalise_statement``, for the same reason.
     """
 
     normalised: str
     tokens: frozenset[str]
     shingles: frozenset[str]
+    numbers: frozenset[str]
+    negated: bool
 
     @classmethod
     def of(cls, statement: str) -> Lexical:
@@ -271,7 +302,9 @@ class Lexical:
 
     @classmethod
     def of_normalised(cls, normalised: str) -> Lexical:
-        return cls(normalised, frozenset(_tokens(normalised)), frozenset(_shingles(normalised)))
+        if len(normalised) <= MEMOISED_CHARS:
+            return _lexical_memoised(normalised)
+        return _lexical(normalised)
 
     def similarity(self, other: Lexical) -> float:
         if self.normalised == other.normalised:
@@ -281,8 +314,20 @@ class Lexical:
         return max(_dice(self.tokens, other.tokens), _dice(self.shingles, other.shingles))
 
 
-def _similarity(na: str, nb: str) -> float:
-    return Lexical.of_normalised(na).similarity(Lexical.of_normalised(nb))
+@lru_cache(maxsize=4096)
+def _lexical_memoised(normalised: str) -> Lexical:
+    return _lexical(normalised)
+
+
+def _lexical(normalised: str) -> Lexical:
+    tokens = _tokens(normalised)
+    return Lexical(
+        normalised,
+        tokens=frozenset(tokens),
+        shingles=frozenset(_shingles(normalised)),
+        numbers=frozenset(_numbers(tokens)),
+        negated=_is_negated(tokens),
+    )
 
 
 def _numbers(tokens: set[str]) -> set[str]:
@@ -300,10 +345,9 @@ def near_duplicate(a: str, b: str, threshold: float = 0.9) -> bool:
     eu-west-2", or "is an admin" and "is not an admin", near duplicates; those
     are different claims, so differing numbers or negation rule it out.
     """
-    na, nb = normalise_statement(a), normalise_statement(b)
-    if na == nb:
+    prepared_a, prepared_b = Lexical.of(a), Lexical.of(b)
+    if prepared_a.normalised == prepared_b.normalised:
         return True
-    ta, tb = _tokens(na), _tokens(nb)
-    if _numbers(ta) != _numbers(tb) or _is_negated(ta) != _is_negated(tb):
+    if prepared_a.numbers != prepared_b.numbers or prepared_a.negated != prepared_b.negated:
         return False
-    return _similarity(na, nb) >= threshold
+    return prepared_a.similarity(prepared_b) >= threshold

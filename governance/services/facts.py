@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from typing import Any
 
@@ -41,6 +42,25 @@ def enqueue_embedding(fact_id: int) -> None:
     # fact without a vector is found by the embed_missing_facts sweep, which
     # enqueues it again once the broker is back (docs/operations.md).
     transaction.on_commit(lambda: embed_fact.delay(fact_id), robust=True)
+
+
+# Facts per embedding task from a batch of writes: one model call each, well
+# inside the task's time limit even on a loaded worker.
+EMBED_TASK_FACTS = 100
+
+
+def enqueue_embeddings(fact_ids: list[int]) -> None:
+    """``enqueue_embedding`` for many facts, one task per EMBED_TASK_FACTS (a batch of writes).
+
+    Just as robust: the rows stay the outbox, and the sweep finds any fact
+    whose task was lost.
+    """
+    from governance.tasks import embed_facts
+
+    for start in range(0, len(fact_ids), EMBED_TASK_FACTS):
+        transaction.on_commit(
+            functools.partial(embed_facts.delay, fact_ids[start : start + EMBED_TASK_FACTS]), robust=True
+        )
 
 
 def supersede_fact(

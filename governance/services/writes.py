@@ -8,19 +8,18 @@ the audit trail in the same transaction.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import EllipsisType
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from governance.models import Agent, Fact, Principal, RetrievalEvent, Session, Tombstone, Write
-from governance.models.writes import REVIEWABLE
+from governance.models import Agent, Fact, Principal, RetrievalEvent, Session, Write
 from governance.rules import contradictions, guard, identifiers
 from governance.rules import supersession as supersession_rules
 from governance.rules.provenance import ref_problem
@@ -31,6 +30,7 @@ from governance.services.embeddings import guard_embedding, guard_embeddings
 from governance.services.facts import (
     corroborate_fact,
     enqueue_embedding,
+    enqueue_embeddings,
     record_late_observation,
     statement_digest,
     supersede_fact,
@@ -139,6 +139,8 @@ def submit_write(
     corroborate: bool = True,
     guard_vector: tuple[float, ...] | EllipsisType | None = ...,
     now: datetime | None = None,
+    embed_later: list[int] | None = None,
+    principals: Mapping[str, Principal] | None = None,
 ) -> Write:
     """Record the write and everything that follows from it; replay for a repeated key.
 
@@ -151,6 +153,8 @@ def submit_write(
     summary must not skip the review its own check asked for.
     ``guard_vector`` is the statement's guard embedding when the caller
     computed it already (``submit_batch`` embeds a whole batch in one call).
+    ``embed_later`` collects the id of a new fact instead of queueing its
+    embedding, for a caller that queues one task for many (``submit_batch``).
     """
     allowed = claimable_sources(agent)
     if request.source_type not in allowed:
@@ -181,6 +185,8 @@ def submit_write(
                 corroborate=corroborate,
                 embedding=embedding,
                 now=now,
+                embed_later=embed_later,
+                principals=principals,
             )
         except IntegrityError as exc:
             # A concurrent request with the same key committed first (the unique
@@ -223,28 +229,25 @@ def submit_batch(agent: Agent, requests: Sequence[WriteRequest]) -> list[BatchOu
         raise ValueError(f"At most {MAX_BATCH} writes per batch.")
     vectors = guard_embeddings([r.statement for r in requests])
     outcomes: list[BatchOutcome] = []
+    new_facts: list[int] = []
+    # Only principals of writes that stayed: a refused write's savepoint takes
+    # back a principal it created.
+    principals: dict[str, Principal] = {}
     with transaction.atomic():
         for request, vector in zip(requests, vectors, strict=True):
             try:
-                write = submit_write(agent, request, guard_vector=vector)
+                write = submit_write(
+                    agent, request, guard_vector=vector, embed_later=new_facts, principals=principals
+                )
             except REFUSALS as exc:
                 outcomes.append(BatchOutcome(write=None, refusal=exc))
             else:
                 outcomes.append(BatchOutcome(write=write, refusal=None))
+                if write.principal is not None:
+                    principals[write.principal.external_id] = write.principal
+        # One task for the batch's new facts, queued when the batch commits.
+        enqueue_embeddings(new_facts)
     return outcomes
-
-
-def _check_review_queue_room(agent: Agent) -> None:
-    """One agent cannot bury the reviewers: a write that would wait is refused past the limit.
-
-    One COUNT on the partial index of waiting writes (write_agent_waiting_idx).
-    Concurrent writes may overshoot the limit by a few; it bounds a flood, not
-    an exact number.
-    """
-    limit = settings.MAX_PENDING_WRITES_PER_AGENT
-    waiting = Write.objects.filter(agent=agent, status__in=REVIEWABLE).count()
-    if waiting >= limit:
-        raise ReviewQueueFull(limit)
 
 
 def _replay(agent: Agent, idempotency_key: str, digest: str) -> Write | None:
@@ -272,13 +275,15 @@ def _submit(
     corroborate: bool,
     embedding: tuple[float, ...] | None = None,
     now: datetime | None = None,
+    embed_later: list[int] | None = None,
+    principals: Mapping[str, Principal] | None = None,
 ) -> Write:
     project = agent.project
     assert agent.active_policy is not None, "every agent has an active policy version"
     policy = agent.active_policy.policy
     now = now or timezone.now()
 
-    principal = _principal(agent, request.principal)
+    principal = (principals or {}).get(request.principal or "") or _principal(agent, request.principal)
     try:
         # A slot write locks the session so it cannot slip in while end_session
         # (which holds the same lock) is ending the session's slots.
@@ -304,29 +309,24 @@ def _submit(
         slot_session.pk if slot_session else None,
         request.key,
     )
+    seen = _what_the_write_meets(
+        agent,
+        request,
+        principal_id=principal.pk if principal else None,
+        session_id=slot_session.pk if slot_session else None,
+        fingerprint=fingerprint,
+        now=now,
+        duplicates=corroborate and current is None and not request.key,
+    )
 
     context = guard.GuardContext(
         source_caps=supersession_rules.effective_caps(project.source_caps),
         fingerprint_key=fingerprint_key(),
-        rejected_fingerprints=frozenset(
-            Write.objects.filter(project=project, fingerprint=fingerprint, status="rejected").values_list(
-                "fingerprint", flat=True
-            )[:1]
-        ),
-        tombstones={
-            t.fingerprint: str(t.pk)
-            for t in Tombstone.objects.filter(project=project, fingerprint=fingerprint)[:1]
-        },
-        tombstone_values=_tombstones_sharing_values(project.pk, principal, request.statement),
-        recent_agent_statements=tuple(
-            Write.objects.filter(agent=agent, created_at__gte=now - BURST_WINDOW)
-            .exclude(statement="")
-            .order_by("-created_at")
-            .values_list("statement", flat=True)[:50]
-        ),
-        recent_derived_writes=Write.objects.filter(
-            agent=agent, derived_from_retrieval__isnull=False, created_at__gte=now - AMPLIFICATION_WINDOW
-        ).count(),
+        rejected_fingerprints=frozenset([fingerprint]) if seen.rejected else frozenset(),
+        tombstones={fingerprint: str(seen.tombstone_id)} if seen.tombstone_id is not None else {},
+        tombstone_values=seen.tombstone_values,
+        recent_agent_statements=seen.recent_statements,
+        recent_derived_writes=seen.recent_derived,
         verified_statement_for_key=current.statement
         if current and current.confidence == "verified"
         else None,
@@ -350,6 +350,7 @@ def _submit(
     outcome = _escalate(result.outcome, extra_findings)
 
     write = Write(
+        pk=seen.write_id,
         project=project,
         agent=agent,
         principal=principal,
@@ -380,7 +381,7 @@ def _submit(
     # Uncertain readings: both kept, the pair goes in front of a reviewer.
     uncertain: list[tuple[Fact, contradictions.Contradiction]] = []
     if corroborate and outcome in ("active", "pending_review"):
-        corroborated = _duplicate_of(project.pk, principal, slot_session, request, fingerprint, current)
+        corroborated = _duplicate_of(request, fingerprint, current, seen)
     if corroborated is not None:
         # A near-duplicate adds no memory: it strengthens the fact it repeats.
         outcome = "active"
@@ -448,19 +449,42 @@ def _submit(
                 }
             )
 
-    if outcome in ("pending_review", "quarantined") and corroborated is None:
-        _check_review_queue_room(agent)
+    # One agent cannot bury the reviewers. The count came with the look-ups
+    # (write_agent_waiting_idx); concurrent writes may overshoot the limit by a
+    # few: it bounds a flood, not an exact number.
+    if (
+        outcome in ("pending_review", "quarantined")
+        and corroborated is None
+        and seen.waiting >= settings.MAX_PENDING_WRITES_PER_AGENT
+    ):
+        raise ReviewQueueFull(settings.MAX_PENDING_WRITES_PER_AGENT)
 
     write.findings = findings
     write.risk = _risk(findings)
     write.outcome = write.status = outcome
+    # Facts read above belong to this project; saying so spares the services
+    # below a query each for fact.project.
+    for touched in (*supersedes, late_for, corroborated):
+        if touched is not None:
+            touched.project = project
     if outcome in ("active", "pending_review", "quarantined") and corroborated is None:
-        # A fact that supersedes another starts inactive; supersede_fact activates it.
-        fact_status = "pending_review" if supersedes or late_for else outcome
-        write.fact = _create_fact(
-            agent, write, principal, slot_session, status=fact_status, policy_encoding=policy.encoding
+        # A late observation goes in inactive and record_late_observation puts it
+        # behind the current fact. A superseding fact is inserted active once the
+        # old one has stepped aside (one active fact per key): supersede_fact
+        # leaves an already active new fact as it is.
+        write.fact = _new_fact(
+            agent,
+            write,
+            principal,
+            slot_session,
+            pk=seen.fact_id,
+            status="pending_review" if late_for else outcome,
+            policy_encoding=policy.encoding,
         )
-    write.save(force_insert=True)
+        if not supersedes:
+            write.fact.save(force_insert=True)
+    if corroborated is not None:
+        write.corroborated = write.fact = corroborated
 
     for old in supersedes:
         assert write.fact is not None
@@ -474,9 +498,18 @@ def _submit(
             decided_by=f"rule:{supersession_rules.supersession_rule(request.source_type, incumbent)}",
             write=write,
         )
+    if supersedes:
+        # The supersession rows name this fact and this write before they are
+        # inserted; foreign keys are checked at commit.
+        assert write.fact is not None
+        write.fact.save(force_insert=True)
     if late_for is not None:
         assert write.fact is not None
         record_late_observation(write.fact, late_for, write=write)
+    # The 201 body is complete here (the ids were allocated with the look-ups),
+    # so it goes in with the row instead of an UPDATE after it.
+    write.response = write_response(write, supersedes=[f.pk for f in supersedes])
+    write.save(force_insert=True)
     if corroborated is not None:
         independent = supersession_rules.is_independent_evidence(
             request.source_type,
@@ -488,8 +521,6 @@ def _submit(
         corroborate_fact(
             corroborated, observed_at=request.source_observed_at, write=write, independent=independent
         )
-        Write.objects.filter(pk=write.pk).update(corroborated=corroborated, fact=corroborated)
-        write.corroborated = write.fact = corroborated
 
     if write.fact is not None and write.fact.status == "active" and corroborated is None:
         # Both stay; retrieval injects only the newer direct evidence until a
@@ -498,8 +529,6 @@ def _submit(
             conflicts.flag_possible_conflict(write.fact, old, detail=found.detail(), found_by="wording")
     if after_create is not None:
         after_create(write)
-    write.response = write_response(write, supersedes=[f.pk for f in supersedes])
-    Write.objects.filter(pk=write.pk).update(response=write.response)
     audit.record(
         project,
         "write.submitted",
@@ -514,7 +543,10 @@ def _submit(
         },
     )
     if write.fact is not None and corroborated is None:
-        enqueue_embedding(write.fact.pk)
+        if embed_later is None:
+            enqueue_embedding(write.fact.pk)
+        else:
+            embed_later.append(write.fact.pk)
     return write
 
 
@@ -579,47 +611,142 @@ def lock_active_fact(
     return (facts.exclude(pk=exclude) if exclude is not None else facts).first()
 
 
-def _duplicate_of(
-    project_id: int,
-    principal: Principal | None,
-    session: Session | None,
-    request: WriteRequest,
-    fingerprint: str,
-    current: Fact | None,
-) -> Fact | None:
+def _duplicate_of(request: WriteRequest, fingerprint: str, current: Fact | None, seen: Seen) -> Fact | None:
     if current is not None:
         same = current.fingerprint == fingerprint or near_duplicate(current.statement, request.statement)
         return current if same else None
     if request.key:
         return None
-    candidates = Fact.objects.filter(
-        project_id=project_id, principal=principal, session=session, kind=request.kind, status="active"
-    )
-    exact = candidates.filter(fingerprint=fingerprint).order_by("id").first()
-    if exact is not None:
-        return exact
-    wanted = normalise_statement(request.statement)
-    for fact in candidates.only("id", "statement").order_by("-id")[:200]:
-        if near_duplicate(fact.statement, wanted):
-            return Fact.objects.select_for_update().get(pk=fact.pk)
-    return None
+    found = seen.exact_duplicate_id
+    if found is None:
+        wanted = normalise_statement(request.statement)
+        found = next(
+            (pk for pk, statement in seen.candidates if near_duplicate(statement, wanted)),
+            None,
+        )
+    if found is None:
+        return None
+    # Locked: corroborate_fact updates it, and a withdrawal may be under way.
+    return Fact.objects.select_for_update().filter(pk=found, status="active").first()
 
 
-def _tombstones_sharing_values(
-    project_id: int, principal: Principal | None, statement: str
-) -> dict[str, frozenset[str]]:
-    """This principal's tombstones sharing an identifying value with ``statement`` (GIN overlap).
+# Newest active facts of the same principal, session and kind compared for a
+# near-duplicate in words (rules/text.py: near_duplicate).
+NEAR_DUPLICATE_POOL = 200
 
-    Only the same principal's (or, for a project fact, the project's own):
-    another person's withdrawn address says nothing about this write.
+
+@dataclass(frozen=True)
+class Seen:
+    """What a write meets in the store, read in one statement (``_what_the_write_meets``)."""
+
+    write_id: int  # allocated, so the write and its 201 body are complete before the INSERT
+    fact_id: int  # allocated likewise; unused (a gap) when the write makes no fact
+    rejected: bool  # an earlier write of this assertion was rejected (R5)
+    tombstone_id: int | None  # a withdrawn fact with this assertion (R8)
+    tombstone_values: dict[str, frozenset[str]]  # tombstones sharing an identifying value
+    recent_statements: tuple[str, ...]  # the agent's writes of the burst window, newest first
+    recent_derived: int  # the agent's derived writes of the last hour (R16)
+    waiting: int  # the agent's writes waiting for a reviewer
+    exact_duplicate_id: int | None  # an active fact with the same fingerprint
+    candidates: tuple[tuple[int, str], ...]  # newest active facts of the same slot and kind
+
+
+def _what_the_write_meets(
+    agent: Agent,
+    request: WriteRequest,
+    *,
+    principal_id: int | None,
+    session_id: int | None,
+    fingerprint: str,
+    now: datetime,
+    duplicates: bool,
+) -> Seen:
+    """Everything the guard and the duplicate check read, in one statement of scalar sub-queries.
+
+    Each sub-query is one probe of an existing index: the write fingerprint
+    index, tombstone_fingerprint_idx, tombstone_value_digests_idx (GIN),
+    write_agent_recent_idx, write_agent_derived_idx, write_agent_waiting_idx
+    and, for the duplicate look-ups, fact_principal_verified_idx. Eight round
+    trips were most of a write's statements (issue 13). ``duplicates`` adds the
+    active facts an unkeyed write may repeat.
     """
-    digests = identifiers.value_digests(statement, fingerprint_key())
-    if not digests:
-        return {}
-    rows = Tombstone.objects.filter(
-        project_id=project_id, fact__principal=principal, value_digests__overlap=list(digests)
-    ).values_list("pk", "value_digests")[:TOMBSTONE_VALUE_MATCHES]
-    return {str(pk): frozenset(values) for pk, values in rows}
+    project_id = agent.project_id
+    digests = sorted(identifiers.value_digests(request.statement, fingerprint_key()))
+    principal_is, principal_params = _equals("f.principal_id", principal_id)
+    session_is, session_params = _equals("f.session_id", session_id)
+    same_slot = (
+        f"f.project_id = %s AND {principal_is} AND {session_is} AND f.kind = %s AND f.status = 'active'"
+    )
+    slot_params = [project_id, *principal_params, *session_params, request.kind]
+    columns = [
+        "nextval(pg_get_serial_sequence('governance_write', 'id'))",
+        "nextval(pg_get_serial_sequence('governance_fact', 'id'))",
+        "EXISTS (SELECT 1 FROM governance_write w WHERE w.fingerprint = %s AND w.project_id = %s"
+        " AND w.status = 'rejected')",
+        "(SELECT t.id FROM governance_tombstone t WHERE t.project_id = %s AND t.fingerprint = %s LIMIT 1)",
+        # Only the same principal's (or, for a project fact, the project's own):
+        # another person's withdrawn address says nothing about this write.
+        "(SELECT json_agg(json_build_array(m.id, m.value_digests)) FROM (SELECT t.id, t.value_digests"
+        " FROM governance_tombstone t JOIN governance_fact f ON f.id = t.fact_id"
+        f" WHERE t.project_id = %s AND {principal_is} AND t.value_digests && %s::varchar(64)[]"
+        f" LIMIT {TOMBSTONE_VALUE_MATCHES}) m)"
+        if digests
+        else "NULL",
+        "ARRAY(SELECT w.statement FROM governance_write w WHERE w.agent_id = %s AND w.created_at >= %s"
+        " AND w.statement <> '' ORDER BY w.created_at DESC LIMIT 50)",
+        "(SELECT count(*) FROM governance_write w WHERE w.agent_id = %s"
+        " AND w.derived_from_retrieval_id IS NOT NULL AND w.created_at >= %s)",
+        "(SELECT count(*) FROM governance_write w WHERE w.agent_id = %s"
+        " AND w.status IN ('pending_review', 'quarantined'))",
+    ]
+    params: list[Any] = [
+        fingerprint,
+        project_id,
+        project_id,
+        fingerprint,
+        *([project_id, *principal_params, digests] if digests else []),
+        agent.pk,
+        now - BURST_WINDOW,
+        agent.pk,
+        now - AMPLIFICATION_WINDOW,
+        agent.pk,
+    ]
+    if duplicates:
+        columns += [
+            f"(SELECT f.id FROM governance_fact f WHERE {same_slot} AND f.fingerprint = %s"
+            " ORDER BY f.id LIMIT 1)",
+            "(SELECT json_agg(json_build_array(c.id, c.statement)) FROM (SELECT f.id, f.statement"
+            f" FROM governance_fact f WHERE {same_slot} ORDER BY f.id DESC LIMIT {NEAR_DUPLICATE_POOL}) c)",
+        ]
+        params += [*slot_params, fingerprint, *slot_params]
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {', '.join(columns)}", params)
+        row = cursor.fetchone()
+    write_id, fact_id, rejected, tombstone_id, values, recent, derived, waiting = row[:8]
+    exact, candidates = row[8:] if duplicates else (None, None)
+    return Seen(
+        write_id=write_id,
+        fact_id=fact_id,
+        rejected=rejected,
+        tombstone_id=tombstone_id,
+        tombstone_values={str(pk): frozenset(v) for pk, v in _json(values)},
+        recent_statements=tuple(recent),
+        recent_derived=derived,
+        waiting=waiting,
+        exact_duplicate_id=exact,
+        candidates=tuple((int(pk), str(text)) for pk, text in _json(candidates)),
+    )
+
+
+def _equals(column: str, value: int | None) -> tuple[str, list[Any]]:
+    """``column = %s``, or ``IS NULL`` for None, so the planner can still use the index."""
+    return (f"{column} IS NULL", []) if value is None else (f"{column} = %s", [value])
+
+
+def _json(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return json.loads(value) if isinstance(value, str) else list(value)
 
 
 def _contradicted_facts(
@@ -642,21 +769,19 @@ def _contradicted_facts(
     )
     if exclude is not None:
         pool = pool.exclude(pk=exclude.pk)
-    found: list[tuple[Fact, contradictions.Contradiction]] = []
-    for fact in pool[:CONTRADICTION_POOL]:
-        conflict = contradictions.contradiction(
-            request.statement, fact.statement, new_claims=claims, old_key=fact.key
-        )
+    found: list[tuple[int, contradictions.Contradiction]] = []
+    # Only what the comparison reads: whole rows (vectors included) of 200 facts
+    # were most of this look-up's time.
+    for pk, statement, key in pool.values_list("pk", "statement", "key")[:CONTRADICTION_POOL]:
+        conflict = contradictions.contradiction(request.statement, statement, new_claims=claims, old_key=key)
         if conflict is not None:
-            found.append((fact, conflict))
+            found.append((pk, conflict))
     if not found:
         return []
     # Locks what may be superseded, in id order so two writes cannot deadlock.
-    locked = {
-        f.pk: f
-        for f in Fact.objects.select_for_update().filter(pk__in=[f.pk for f, _ in found]).order_by("pk")
-    }
-    return [(locked[f.pk], c) for f, c in found if f.pk in locked and locked[f.pk].status == "active"]
+    rows = Fact.objects.select_for_update().filter(pk__in=[pk for pk, _ in found]).order_by("pk")
+    locked = {f.pk: f for f in rows}
+    return [(locked[pk], c) for pk, c in found if pk in locked and locked[pk].status == "active"]
 
 
 def _incumbent(fact: Fact) -> supersession_rules.Incumbent:
@@ -675,16 +800,19 @@ def _risk(findings: list[dict[str, str]]) -> int:
     return min(99, sum(RISK_BY_SEVERITY.get(f["severity"], 0) for f in findings) * 3 + len(findings))
 
 
-def _create_fact(
+def _new_fact(
     agent: Agent,
     write: Write,
     principal: Principal | None,
     session: Session | None,
     *,
+    pk: int,
     status: str,
     policy_encoding: str,
 ) -> Fact:
-    return Fact.objects.create(
+    """The write's fact, not yet saved: its id is allocated, so the write can name it first."""
+    return Fact(
+        pk=pk,
         project=agent.project,
         principal=principal,
         session=session,

@@ -54,3 +54,19 @@ def test_the_sweep_embeds_a_fact_whose_task_was_lost(project, settings, caplog):
     assert lost.embedding is not None and len(lost.embedding) == 384
     assert caplog.text.count(f"Stored the embedding of fact {lost.pk}.") == 1
     assert Fact.objects.filter(embedded_at__isnull=True, statement__gt="").count() == 0
+
+
+@pytest.mark.model
+def test_a_batch_task_embeds_its_facts_in_one_model_call_and_skips_what_is_not_owed(project, caplog):
+    owed = [FactFactory.create(project=project) for _ in range(3)]
+    withdrawn = FactFactory.create(project=project, status="withdrawn", statement="")
+    embedded = FactFactory.create(project=project, embedded_at=timezone.now())
+
+    with caplog.at_level(logging.INFO, logger="governance.services.embeddings"):
+        stored = tasks.embed_facts.delay([f.pk for f in (*owed, withdrawn, embedded)]).get()
+        again = tasks.embed_facts.delay([f.pk for f in owed]).get()
+
+    assert (stored, again) == (3, 0)
+    vectors = [Fact.objects.get(pk=f.pk).embedding for f in owed]
+    assert [len(v) if v is not None else 0 for v in vectors] == [384, 384, 384]
+    assert [caplog.text.count(f"Stored the embedding of fact {f.pk}.") for f in owed] == [1, 1, 1]

@@ -10,8 +10,11 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from governance import tasks
 from governance.context import actor_scope
 from governance.models import AuditEntry, Fact, Supersession, Write
 from governance.services import writes
@@ -117,3 +120,117 @@ def test_a_batch_refuses_only_the_write_it_cannot_take(support_bot):
     assert outcomes[0].write is not None and outcomes[0].write.status == "active"
     assert outcomes[1].write is None and isinstance(outcomes[1].refusal, writes.SourceNotAllowed)
     assert list(Write.objects.values_list("statement", flat=True)) == ["Prefers window seats"]
+
+
+# --- statements per write (issue 13) ------------------------------------------------
+
+# services/audit.record today: the chain's advisory lock, its head, the INSERT.
+AUDIT_ENTRY = 3
+# What the change feed adds to an entry it announces: its row and the webhooks it goes to.
+FEED_EVENT = 2
+
+
+def statements(bot: AgentPersona, req: WriteRequest) -> tuple[Write, list[str]]:
+    """The write and its SQL, without transaction control (the test's own transaction
+    turns BEGIN/COMMIT into savepoints)."""
+    with CaptureQueriesContext(connection) as ctx:
+        write = submit(bot, req)
+    sql = [q["sql"] for q in ctx.captured_queries]
+    return write, [q for q in sql if not q.startswith(("SAVEPOINT", "RELEASE SAVEPOINT", "BEGIN", "COMMIT"))]
+
+
+def test_a_new_fact_takes_four_statements_besides_its_audit_entry(support_bot):
+    submit(support_bot, request("Prefers tea", kind="preference"))
+
+    write, sql = statements(support_bot, request("Prefers window seats", kind="preference", source_ref="c:2"))
+
+    # The principal, everything the guard and the duplicate check read, the fact, the
+    # write with its 201 body (no UPDATE after it).
+    assert write.status == "active" and write.response is not None
+    assert write.response["fact"] == {"id": write.fact_id, "status": "active"}
+    assert len(sql) == 4 + AUDIT_ENTRY, sql
+    assert not [q for q in sql if q.startswith("UPDATE")]
+    assert Write.objects.get(pk=write.pk).response == write.response
+
+
+def test_a_repeat_corroborates_with_one_look_up_and_no_update_of_the_write(support_bot):
+    first = submit(support_bot, request("Prefers tea", kind="preference"))
+
+    write, sql = statements(support_bot, request("prefers tea.", kind="preference", source_ref="chat:2"))
+
+    # The principal, the look-ups, the repeated fact under lock, the write, the fact's
+    # new confidence; the corroboration's entry and the write's.
+    assert write.corroborated_id == write.fact_id == first.fact_id
+    assert len(sql) == 5 + 2 * AUDIT_ENTRY, sql
+    assert not [q for q in sql if q.startswith('UPDATE "governance_write"')]
+    stored = Write.objects.get(pk=write.pk)
+    assert (stored.corroborated_id, stored.fact_id, stored.response) == (
+        first.fact_id,
+        first.fact_id,
+        write.response,
+    )
+
+
+def test_a_superseding_write_inserts_its_fact_active_after_the_old_one_steps_aside(support_bot):
+    old = submit(support_bot, request("Lives in Leeds", key="home_city"))
+
+    write, sql = statements(support_bot, request("Lives in York", key="home_city", source_ref="chat:2"))
+
+    # The principal, the keyed fact under lock, the look-ups, the contradiction pool;
+    # the old fact's UPDATE, the supersession, the session blocks it was in, its entry
+    # (announced on the feed); the new fact and the write; the write's entry.
+    assert write.response is not None and write.response["supersedes"] == [old.fact_id]
+    assert write.response["fact"] == {"id": write.fact_id, "status": "active"}
+    assert len(sql) == 4 + 3 + AUDIT_ENTRY + FEED_EVENT + 2 + AUDIT_ENTRY, sql
+    assert [q.split('"')[1] for q in sql if q.startswith("UPDATE")] == ["governance_fact"]
+    assert Fact.objects.get(pk=write.fact_id).status == "active"
+
+
+def test_a_write_for_review_counts_the_waiting_writes_with_its_look_ups(support_bot):
+    submit(support_bot, request("Lives in Leeds", key="home_city"))
+
+    write, sql = statements(
+        support_bot,
+        request("Lives in Rome", key="home_city", source_type="model_inference", source_ref="m:1"),
+    )
+
+    # As a superseding write up to the decision, then only the fact and the write.
+    assert write.status == "pending_review"
+    assert len(sql) == 4 + 2 + AUDIT_ENTRY, sql
+
+
+def test_the_review_queue_limit_still_refuses_a_write_that_would_wait(support_bot, settings):
+    settings.MAX_PENDING_WRITES_PER_AGENT = 1
+    submit(support_bot, request("Mentioned they enjoy hiking", source_type="chat_message"))
+
+    with pytest.raises(writes.ReviewQueueFull):
+        submit(
+            support_bot, request("Mentioned they enjoy sailing", source_type="chat_message", source_ref="c:2")
+        )
+    assert Write.objects.count() == 1
+
+
+def test_a_batch_queues_one_embedding_task_and_reads_each_principal_once(
+    support_bot, django_capture_on_commit_callbacks, monkeypatch
+):
+    sent: list[Any] = []
+    monkeypatch.setattr(tasks.embed_facts, "delay", lambda ids: sent.append(("batch", ids)))
+    monkeypatch.setattr(tasks.embed_fact, "delay", lambda pk: sent.append(("one", pk)))
+    submit(support_bot, request("Prefers tea", kind="preference"))
+    sent.clear()
+    batch = [
+        request(f"Prefers seat {n} on trains", kind="preference", source_ref=f"c:{n}") for n in range(20)
+    ]
+
+    with (
+        django_capture_on_commit_callbacks(execute=True),
+        CaptureQueriesContext(connection) as ctx,
+        actor_scope(f"agent:{support_bot.agent.slug}"),
+    ):
+        outcomes = writes.submit_batch(support_bot.agent, batch)
+
+    facts = [o.write.fact_id for o in outcomes if o.write is not None]
+    assert len(facts) == 20 and all(facts)
+    assert sent == [("batch", facts)]
+    principal_reads = [q for q in ctx.captured_queries if 'FROM "governance_principal"' in q["sql"]]
+    assert len(principal_reads) == 1

@@ -88,15 +88,13 @@ def record_sealed(
 
 
 def seal_after_commit(project_id: int | None) -> None:
-    """Queue the sealing of ``project_id``'s chain for when this transaction commits (once)."""
-    pending = transaction.get_connection().run_on_commit
-    if any(getattr(callback, "seals_chain", None) == (project_id,) for _, callback, _ in pending):
-        return
-    callback = partial(_enqueue_seal, project_id)
-    callback.seals_chain = (project_id,)  # type: ignore[attr-defined]
+    """Queue the sealing of ``project_id``'s chain for when this transaction commits."""
+    # One task per entry, not one per transaction: a task that finds its entry
+    # sealed by an earlier one costs three short statements, and a callback
+    # list shared across savepoints is not ours to deduplicate.
     # Robust: the change has committed; a broker that is down must not turn it
     # into an error. The beat's sweep seals what no task was queued for.
-    transaction.on_commit(callback, robust=True)
+    transaction.on_commit(partial(_enqueue_seal, project_id), robust=True)
 
 
 def _enqueue_seal(project_id: int | None) -> None:

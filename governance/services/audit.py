@@ -21,7 +21,6 @@ their place in it. How an entry is hashed, and what breaks a chain, is
 from __future__ import annotations
 
 import json
-import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
@@ -37,8 +36,6 @@ from governance.context import current_actor
 from governance.models import AuditEntry, Project
 from governance.rules.audit import GENESIS, entry_digest
 from governance.services import feed
-
-logger = logging.getLogger(__name__)
 
 # pg_advisory_xact_lock(namespace, project id) makes one sealer at a time per
 # project's chain (writers no longer take it). The namespace is an arbitrary

@@ -292,3 +292,9 @@ def test_a_field_change_is_saved_and_recorded_with_what_it_was_in_the_same_trans
         str(project.pk),
         reviewer.pk,
     )
+
+
+def test_beat_seals_every_few_seconds(settings):
+    entry = settings.CELERY_BEAT_SCHEDULE["seal-audit-chains"]
+    assert entry["task"] == "governance.tasks.seal_audit_chains"
+    assert entry["schedule"].total_seconds() == settings.AUDIT_SEAL_SECONDS <= 10

@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import partial
 from typing import Any, TypedDict, Unpack
 
 from django.conf import settings
@@ -91,7 +90,8 @@ def seal_after_commit(project_id: int | None) -> None:
     # list shared across savepoints is not ours to deduplicate.
     # Robust: the change has committed; a broker that is down must not turn it
     # into an error. The beat's sweep seals what no task was queued for.
-    transaction.on_commit(partial(_enqueue_seal, project_id), robust=True)
+    # (A function, not a partial: Django names the callback when it logs a failure.)
+    transaction.on_commit(lambda: _enqueue_seal(project_id), robust=True)
 
 
 def _enqueue_seal(project_id: int | None) -> None:

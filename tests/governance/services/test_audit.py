@@ -298,3 +298,17 @@ def test_beat_seals_every_few_seconds(settings):
     entry = settings.CELERY_BEAT_SCHEDULE["seal-audit-chains"]
     assert entry["task"] == "governance.tasks.seal_audit_chains"
     assert entry["schedule"].total_seconds() == settings.AUDIT_SEAL_SECONDS <= 10
+
+
+def test_entries_without_a_project_form_a_chain_of_their_own(project):
+    with transaction.atomic():
+        first = audit.record(None, "admin.noted", ("user", 1), reason="system work")
+        second = audit.record(None, "admin.noted", ("user", 2), reason="system work")
+
+    audit.seal_all()
+
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert second.sequence == (first.sequence or 0) + 1 and second.previous_hash == first.entry_hash
+    assert not AuditEntry.objects.filter(sequence__isnull=True).exists()
+    assert verify_chain() is None

@@ -57,7 +57,7 @@ def _insert(n: int, retrievals: int) -> tuple[Any, float]:
     from governance.context import actor_scope
     from governance.models import AuditEntry, Membership
     from governance.rules.audit import GENESIS, entry_digest
-    from governance.services import agents
+    from governance.services import agents, audit
 
     with actor_scope("bench"):
         project = agents.ensure_project("bench", name="Bench")
@@ -65,8 +65,10 @@ def _insert(n: int, retrievals: int) -> tuple[Any, float]:
     user = User.objects.create_user("bench-auditor", password="x")
     Membership.objects.create(user=user, project=project, role="auditor")
 
-    last = AuditEntry.objects.filter(project=project).order_by("-sequence").first()
-    sequence = last.sequence if last else 0
+    # Bulk rows are written sealed, continuing the project's sealed chain.
+    audit.seal(project.pk)
+    last = AuditEntry.objects.filter(project=project, sequence__isnull=False).order_by("-sequence").first()
+    sequence = last.sequence or 0 if last else 0
     previous = last.entry_hash if last else GENESIS
     start = datetime.now(UTC) - timedelta(seconds=n + 10)
     began = time.perf_counter()

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from governance.rules import export as export_rules
 from governance.selectors import audit as audit_selectors
+from governance.services import audit
 from memoryadmin import routers
 
 
@@ -39,6 +40,10 @@ def export_response(
 ) -> StreamingHttpResponse:
     if fmt not in export_rules.FORMATS:
         raise ValueError(f"Unknown export format {fmt!r}.")
+    # On the primary, before the copy is read: entries committed so far carry
+    # their place in the chain (one that commits during the download may not).
+    for project_id in audit_selectors.scoped_project_ids(projects, filters):
+        audit.seal(project_id)
     # Read from the replica when there is one (memoryadmin.routers): an export
     # is a long scan of old rows. The response names how fresh that copy was.
     with routers.reading_from_replica() as read:

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from governance.selectors import queue_health as queue_health_selectors
+from governance.services import audit as audit_service
 from governance.services import checkpoints as checkpoint_service
 from governance.services import conflicts as conflict_service
 from governance.services import embeddings as embedding_service
@@ -177,6 +178,29 @@ def run_replay(job_id: str) -> bool:
 def verify_audit_chain(job_id: str) -> bool:
     """An auditor's "verify chain" (services.verification); the job row carries the result."""
     return verification_service.run(job_id)
+
+
+@shared_task(
+    name="governance.tasks.seal_audit_chain",
+    **EMBED_TIME_LIMITS,
+    **retry_on_lost_database(),
+    max_retries=3,
+)
+def seal_audit_chain(project_id: int | None) -> int:
+    """Right after a commit that recorded audit entries: seal them into the project's chain."""
+    return audit_service.seal(project_id)
+
+
+@shared_task(
+    name="governance.tasks.seal_audit_chains",
+    **SWEEP_TIME_LIMITS,
+    **retry_on_lost_database(),
+    max_retries=3,
+)
+def seal_audit_chains() -> int:
+    """Beat (every ``AUDIT_SEAL_SECONDS``): seal what no per-commit task sealed (a lost task,
+    a broker that was down); idempotent, and quick when nothing waits."""
+    return audit_service.seal_all()
 
 
 @shared_task(

@@ -97,6 +97,13 @@ AUDIT_CHECKPOINT_KEY = env_str("AUDIT_CHECKPOINT_KEY") or (
 # When set, the beat task appends each new checkpoint here as a JSON line: a
 # copy the database cannot rewrite (ideally append-only, or shipped elsewhere).
 AUDIT_CHECKPOINT_FILE = env_str("AUDIT_CHECKPOINT_FILE")
+# Audit entries are appended unsealed and sealed into their project's hash
+# chain right after commit (a task), and by beat every AUDIT_SEAL_SECONDS for
+# whatever a lost task left: the bound on how long an entry stays unsealed
+# while the worker and beat run. verify_audit warns about an entry left
+# unsealed longer than AUDIT_SEAL_OVERDUE_SECONDS (docs/operations.md).
+AUDIT_SEAL_SECONDS = env_int("AUDIT_SEAL_SECONDS", 5)
+AUDIT_SEAL_OVERDUE_SECONDS = env_int("AUDIT_SEAL_OVERDUE_SECONDS", 300)
 # The change feed's JSON-lines sinks for a SIEM (docs/integrations.md): a file
 # path, and/or a syslog address ("/dev/log" or "host:port"); empty means off.
 CHANGE_FEED_FILE = env_str("CHANGE_FEED_FILE")
@@ -460,6 +467,10 @@ CELERY_BEAT_SCHEDULE = {
     "embed-missing-facts": {
         "task": "governance.tasks.embed_missing_facts",
         "schedule": timedelta(seconds=EMBED_SWEEP_SECONDS),
+    },
+    "seal-audit-chains": {
+        "task": "governance.tasks.seal_audit_chains",
+        "schedule": timedelta(seconds=AUDIT_SEAL_SECONDS),
     },
     "checkpoint-audit": {"task": "governance.tasks.checkpoint_audit", "schedule": crontab(minute="*/5")},
     "check-review-slas": {"task": "governance.tasks.check_review_slas", "schedule": crontab(minute="*/5")},

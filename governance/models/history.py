@@ -35,11 +35,16 @@ NO_SKIPPING = [("_not_skipped", "BOOLEAN := governance_refuse_skipping(TG_NAME, 
 M = TypeVar("M", bound=type[models.Model])
 
 
-def append_only(prefix: str = "append_only", *, allow_erasure: bool = False) -> list[pgtrigger.Trigger]:
-    """Triggers that refuse DELETE and TRUNCATE always, and UPDATE unless erasure is under way."""
+def append_only(
+    prefix: str = "append_only", *, allow_erasure: bool = False, allow_update_when: str | None = None
+) -> list[pgtrigger.Trigger]:
+    """Triggers that refuse DELETE and TRUNCATE always, and UPDATE unless erasure is under way
+    (``allow_erasure``) or the row-level SQL condition ``allow_update_when`` holds."""
     update_condition = None
     if allow_erasure:
         update_condition = pgtrigger.Condition(f"NOT {ERASURE_OPEN}")
+    elif allow_update_when:
+        update_condition = pgtrigger.Condition(f"NOT ({allow_update_when})")
     return [
         pgtrigger.Protect(name=f"{prefix}_no_delete", operation=pgtrigger.Delete, declare=NO_SKIPPING),
         pgtrigger.Protect(

@@ -27,7 +27,7 @@ class ChainEntry(Protocol):
     @property
     def project_id(self) -> int | None: ...
     @property
-    def sequence(self) -> int: ...
+    def sequence(self) -> int | None: ...  # None until sealed
     @property
     def actor(self) -> str: ...
     @property
@@ -80,6 +80,8 @@ def first_broken_link(project_id: int | None, chain: Iterable[ChainEntry]) -> Br
     previous = GENESIS
     expected_sequence = 1
     for entry in chain:
+        if entry.sequence is None:
+            return BrokenLink(project_id, expected_sequence, entry.pk, "is not sealed into the chain")
         if entry.sequence != expected_sequence:
             return BrokenLink(
                 project_id, entry.sequence, entry.pk, f"expected entry #{expected_sequence}: a row is missing"

@@ -455,14 +455,21 @@ def export_items(
 
 
 def verify_chain(project_id: int | None = None) -> BrokenLink | None:
-    """Walk each project's chain in order (or only ``project_id``'s); the first broken link, if any."""
+    """Walk each project's chain in order (or only ``project_id``'s); the first broken link, if any.
+
+    Only sealed entries are in a chain: callers seal first (``services.audit.seal``)
+    and report what was still waiting (``services.audit.backlog``)."""
     projects = (
         [project_id]
         if project_id is not None
         else list(AuditEntry.objects.order_by().values_list("project_id", flat=True).distinct())
     )
     for pid in sorted(projects, key=lambda p: (p is None, p or 0)):
-        chain = AuditEntry.objects.filter(project_id=pid).order_by("sequence").iterator(chunk_size=2000)
+        chain = (
+            AuditEntry.objects.filter(project_id=pid, sequence__isnull=False)
+            .order_by("sequence")
+            .iterator(chunk_size=2000)
+        )
         broken = first_broken_link(pid, chain)
         if broken is not None:
             return broken

@@ -159,8 +159,9 @@ def receipt_problems(document: Any) -> list[str]:
 
 
 def recorded_receipt(entry: AuditEntry) -> dict[str, Any]:
-    """The receipt as the audit entry states it."""
+    """The receipt as the audit entry states it (a sealed one: the receipt names its place)."""
     assert entry.project is not None
+    assert entry.sequence is not None, "a receipt is made from a sealed entry (audit.record_sealed)"
     return rules.receipt(
         project=entry.project.slug,
         sequence=entry.sequence,

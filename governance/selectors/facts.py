@@ -204,7 +204,8 @@ def fact_page(fact: Fact) -> FactPage:
     audit = list(
         audit_entries([fact.project_id], HistoryFilters(fact=fact.pk))
         .select_related("actor_user")
-        .order_by("sequence")
+        # Recording order: an entry waiting to be sealed has no sequence yet.
+        .order_by("created_at", "id")
     )
     writes = list(
         Write.objects.filter(Q(fact=fact) | Q(corroborated=fact))
@@ -317,7 +318,7 @@ def fact_timeline(fact: Fact) -> FactTimeline:
                 label=entry.action,
                 actor=entry.actor,
                 reason=entry.reason,
-                detail=f"#{entry.sequence} {entry.object_type}:{entry.object_id}",
+                detail=f"#{entry.sequence or '(sealing)'} {entry.object_type}:{entry.object_id}",
                 audit=entry,
             )
         )

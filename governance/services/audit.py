@@ -1,17 +1,33 @@
-"""Appending to the hash-chained audit trail (R15).
+"""Appending to the hash-chained audit trail (R15), and sealing what was appended.
 
 Every service that changes state calls ``record`` inside its own transaction,
-so the entry commits or rolls back with the change it describes. How an entry
-is hashed, and what breaks a chain, is ``rules/audit.py``; checking a stored
-chain is a read (``selectors/audit.verify_chain``).
+so the entry commits or rolls back with the change it describes. ``record`` is
+one INSERT: the entry is appended *unsealed* (no sequence, no hashes), without
+a lock and without reading its predecessor, so writers of one project never
+wait for each other's commits (issue 13).
+
+``seal`` then gives a chain's committed unsealed entries, oldest id first, the
+next sequence numbers and their hashes, under the chain's advisory lock, which
+only sealers take. It runs right after each commit that recorded entries (a
+Celery task), every ``AUDIT_SEAL_SECONDS`` for every chain (beat, the safety
+net when a task was lost), and synchronously before anything reads the chain
+(verification, checkpoints, the export, an erasure receipt). The change feed
+announces entries as they are sealed, so it carries them in chain order with
+their place in it. How an entry is hashed, and what breaks a chain, is
+``rules/audit.py``; checking a stored chain is a read
+(``selectors/audit.verify_chain``).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any, TypedDict, Unpack
 
+from django.conf import settings
 from django.db import connection, models, transaction
+from django.db.models import Count, Min, Q
 from django.utils import timezone
 
 from governance import rls
@@ -20,13 +36,17 @@ from governance.models import AuditEntry, Project
 from governance.rules.audit import GENESIS, entry_digest
 from governance.services import feed
 
-# pg_advisory_xact_lock(namespace, project id) serialises the writers of one
-# project's chain. The namespace is an arbitrary constant that only has to
-# differ from the other advisory locks' first key (services/replay.py); the
-# database function governance_open_erasure (migration 0024_a_database_guards)
-# writes audit entries too and takes the same lock with this number spelled
-# out, so the two must never drift (tests/governance/services/test_audit.py).
+# pg_advisory_xact_lock(namespace, project id) makes one sealer at a time per
+# project's chain (writers no longer take it). The namespace is an arbitrary
+# constant that only has to differ from the other advisory locks' first key
+# (services/replay.py); the database function governance_seal_audit_entries
+# (migration 0038_audit_sealed_in_batches) takes the same lock with this
+# number spelled out, so the two must never drift
+# (tests/governance/services/test_audit.py).
 AUDIT_CHAIN_LOCK_NAMESPACE = 8_675_309
+# Entries sealed per transaction: a backlog (a worker was down for an hour) is
+# sealed in several short transactions rather than one long one.
+SEAL_BATCH = 2000
 
 
 class EntryDetails(TypedDict, total=False):
@@ -41,15 +61,43 @@ class EntryDetails(TypedDict, total=False):
 def record(
     project: Project | None, action: str, obj: models.Model | tuple[str, Any], **details: Unpack[EntryDetails]
 ) -> AuditEntry:
-    """Append ``next_entry`` to the chain now, with its change-feed row."""
+    """Append ``next_entry`` to the trail now, unsealed; it is sealed after the transaction commits."""
     # The trail is the system's: an entry without a project is appended from a
     # request scoped to some projects too (row-level security, governance.rls).
     with rls.every_project():
         entry = next_entry(project, action, obj, **details)
         entry.save(force_insert=True)
-        # The change feed's outbox row commits (or not) with this entry.
-        feed.announce_audit_entry(entry, project)
+    seal_after_commit(entry.project_id)
     return entry
+
+
+def record_sealed(
+    project: Project | None, action: str, obj: models.Model | tuple[str, Any], **details: Unpack[EntryDetails]
+) -> AuditEntry:
+    """``record``, then seal the chain in this transaction, so the entry has its sequence and hash
+    now (an erasure receipt names them). The chain's sealers wait until this transaction ends:
+    call it as the last step of a transaction, not at the start of a long one."""
+    entry = record(project, action, obj, **details)
+    seal(entry.project_id)
+    entry.refresh_from_db(fields=["sequence", "previous_hash", "entry_hash"])
+    return entry
+
+
+def seal_after_commit(project_id: int | None) -> None:
+    """Queue the sealing of ``project_id``'s chain for when this transaction commits."""
+    # One task per entry, not one per transaction: a task that finds its entry
+    # sealed by an earlier one costs three short statements, and a callback
+    # list shared across savepoints is not ours to deduplicate.
+    # Robust: the change has committed; a broker that is down must not turn it
+    # into an error. The beat's sweep seals what no task was queued for.
+    # (A function, not a partial: Django names the callback when it logs a failure.)
+    transaction.on_commit(lambda: _enqueue_seal(project_id), robust=True)
+
+
+def _enqueue_seal(project_id: int | None) -> None:
+    from governance.tasks import seal_audit_chain  # governance.tasks imports the services
+
+    seal_audit_chain.delay(project_id)
 
 
 def change_field(
@@ -94,9 +142,8 @@ def next_entry(
     actor: str | None = None,
     actor_user: Any = None,
 ) -> AuditEntry:
-    """The next link of ``project``'s chain, hashed and not yet saved; the chain stays locked
-    until the transaction ends. ``record`` saves it; erasure hands it to the database function
-    that saves it (governance.services.history.open_erasure)."""
+    """A new entry of ``project``'s trail, unsealed and not yet saved. ``record`` saves it;
+    erasure hands it to the database function that saves it (services.history.open_erasure)."""
     _refuse_outside_a_transaction()
     if isinstance(obj, tuple):
         object_type, object_id = obj
@@ -104,22 +151,9 @@ def next_entry(
         object_type, object_id = obj._meta.model_name or type(obj).__name__.lower(), obj.pk
     who = current_actor()
     user = actor_user if actor_user is not None else who.user
-    # One writer at a time per project's chain: the advisory lock lasts until
-    # the transaction ends, so the next entry sees this one as its predecessor.
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_advisory_xact_lock(%s, %s)", [AUDIT_CHAIN_LOCK_NAMESPACE, project.pk if project else 0]
-        )
-    with rls.every_project():
-        last = (
-            AuditEntry.objects.filter(project=project)
-            .order_by("-sequence")
-            .values("sequence", "entry_hash")
-            .first()
-        )
-    entry = AuditEntry(
+    return AuditEntry(
         project=project,
-        sequence=(last["sequence"] + 1) if last else 1,
+        sequence=None,
         actor=actor or who.label,
         actor_user=user if getattr(user, "pk", None) else None,
         action=action,
@@ -129,7 +163,117 @@ def next_entry(
         data=json.loads(json.dumps(data or {}, default=str)),
         request_id=who.request_id,
         created_at=timezone.now(),
-        previous_hash=last["entry_hash"] if last else GENESIS,
+        previous_hash="",
+        entry_hash="",
     )
-    entry.entry_hash = entry_digest(entry)
-    return entry
+
+
+# --- Sealing ----------------------------------------------------------------------
+
+
+def _chain(project_id: int | None) -> Q:
+    """One chain's rows: entries without a project form a chain of their own."""
+    return Q(project__isnull=True) if project_id is None else Q(project_id=project_id)
+
+
+def seal(project_id: int | None) -> int:
+    """Seal the committed unsealed entries of ``project_id``'s chain (and this transaction's own),
+    oldest id first; how many. Entries committed meanwhile are left for the next call."""
+    total = 0
+    while True:
+        with transaction.atomic(), rls.every_project():
+            sealed = _seal_batch(project_id)
+        total += sealed
+        if sealed < SEAL_BATCH:
+            return total
+
+
+def _seal_batch(project_id: int | None) -> int:
+    with connection.cursor() as cursor:
+        # Held until this transaction ends: a second sealer reads the head
+        # only after this one's links have committed.
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [AUDIT_CHAIN_LOCK_NAMESPACE, project_id or 0])
+    chain = AuditEntry.objects.filter(_chain(project_id))
+    sealed = chain.filter(sequence__isnull=False)
+    head = sealed.order_by("-sequence").values_list("sequence", "entry_hash").first()
+    entries = list(chain.filter(sequence__isnull=True).order_by("id")[:SEAL_BATCH])
+    if not entries:
+        return 0
+    sequence, previous = (int(head[0] or 0), head[1]) if head is not None else (0, GENESIS)
+    for entry in entries:
+        sequence += 1
+        entry.sequence, entry.previous_hash = sequence, previous
+        entry.entry_hash = previous = entry_digest(entry)
+    with connection.cursor() as cursor:
+        # The one door: the database assigns the same sequence numbers and
+        # links (from its own reading of the head, under the same lock) and
+        # refuses an entry that is sealed already.
+        cursor.execute(
+            "SELECT governance_seal_audit_entries(%s, %s, %s)",
+            [project_id, [e.pk for e in entries], [e.entry_hash for e in entries]],
+        )
+    _announce(entries, project_id)
+    return len(entries)
+
+
+def _announce(entries: list[AuditEntry], project_id: int | None) -> None:
+    """The change feed's events for these newly sealed entries, in chain order."""
+    project = None
+    for entry in entries:
+        if not feed.announced(entry):
+            continue
+        if project is None and project_id is not None:
+            project = Project.objects.get(pk=project_id)
+        feed.announce_audit_entry(entry, project)
+
+
+def seal_all() -> int:
+    """Seal every chain that has committed unsealed entries (the beat's safety net); how many."""
+    with rls.every_project():
+        chains = list(
+            AuditEntry.objects.filter(sequence__isnull=True)
+            .order_by()
+            .values_list("project_id", flat=True)
+            .distinct()
+        )
+    return sum(seal(project_id) for project_id in chains)
+
+
+@dataclass(frozen=True)
+class Backlog:
+    """Committed entries not sealed yet, and when the oldest of them was recorded."""
+
+    entries: int
+    oldest: datetime | None
+
+    @property
+    def overdue(self) -> bool:
+        """Older than sealing ever takes while the worker and beat run (docs/operations.md)."""
+        return self.oldest is not None and timezone.now() - self.oldest > overdue_after()
+
+
+def overdue_after() -> timedelta:
+    return timedelta(seconds=settings.AUDIT_SEAL_OVERDUE_SECONDS)
+
+
+def backlog(project_id: int | None = None, *, only_project: bool = False) -> Backlog:
+    """What is waiting to be sealed, in every chain or (``only_project``) in one."""
+    entries = AuditEntry.objects.filter(sequence__isnull=True)
+    if only_project:
+        entries = entries.filter(_chain(project_id))
+    with rls.every_project():
+        row = entries.aggregate(entries=Count("id"), oldest=Min("created_at"))
+    return Backlog(row["entries"], row["oldest"])
+
+
+def backlog_warning(waiting: Backlog) -> str:
+    """Plain words for a backlog that waited too long; empty when it did not."""
+    if not waiting.overdue or waiting.oldest is None:
+        return ""
+    minutes = max(1, int((timezone.now() - waiting.oldest).total_seconds() // 60))
+    return (
+        f"{waiting.entries} audit {'entry was' if waiting.entries == 1 else 'entries were'} still waiting "
+        f"to be added to the chain, the oldest recorded {minutes} minute{'s' if minutes != 1 else ''} ago. "
+        "Entries are normally added within seconds: check that the background worker and its "
+        "scheduler are running. They have been added now and were checked with the rest."
+    )

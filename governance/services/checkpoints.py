@@ -34,7 +34,7 @@ from django.db.models import Count, Max, Q
 from governance.models import AuditCheckpoint, AuditEntry, Project, RetrievalEvent
 from governance.rules.audit import BrokenLink
 from governance.rules.seals import retrieval_seal
-from governance.services import feed
+from governance.services import audit, feed
 from governance.services.retention import EXPIRED
 
 
@@ -136,13 +136,17 @@ class SignedHead:
 
 
 def write_checkpoints() -> list[AuditCheckpoint]:
-    """Sign the head of every chain that moved since its last checkpoint; the new checkpoints."""
+    """Seal what waits, then sign the head of every chain that moved since its last checkpoint;
+    the new checkpoints."""
+    audit.seal_all()
     with transaction.atomic():
-        # Entries of one chain commit in sequence order (audit.record holds the
-        # chain's advisory lock until commit), so the highest committed sequence
-        # is a head every later entry links back to; no lock needed here.
+        # Sealed entries of one chain commit in sequence order (audit.seal holds
+        # the chain's advisory lock until commit), so the highest committed
+        # sequence is a head every later entry links back to; no lock needed
+        # here. Unsealed entries have no place in the chain yet: not signed.
         heads = (
-            AuditEntry.objects.order_by("project_id", "-sequence")
+            AuditEntry.objects.filter(sequence__isnull=False)
+            .order_by("project_id", "-sequence")
             .distinct("project_id")
             .values_list("project_id", "sequence", "entry_hash")
         )
@@ -154,6 +158,7 @@ def write_checkpoints() -> list[AuditCheckpoint]:
         now = datetime.now(UTC)
         created = []
         for project_id, sequence, entry_hash in heads:
+            assert sequence is not None  # sealed entries only
             through, count = retrievals.get(project_id, (0, 0))
             if (project_id, sequence, entry_hash, through) in signed:
                 continue
@@ -285,11 +290,12 @@ def _check_head(head: SignedHead) -> BrokenLink | AlteredRetrieval | None:
     )
     if entry is None:
         last = (
-            AuditEntry.objects.filter(_chain(head.project_id))
+            AuditEntry.objects.filter(_chain(head.project_id), sequence__isnull=False)
             .order_by("-sequence")
             .values_list("pk", "sequence")
             .first()
         )
+        last = None if last is None else (last[0], int(last[1] or 0))
         if last is None:
             problem = (
                 f"no entries remain, but {head.where} signed on {head.when} recorded "
@@ -336,8 +342,9 @@ def _expired_after(head: SignedHead) -> int:
     count was taken after that month was gone.
     """
     expired = 0
+    # After the head: sealed later, or not sealed yet.
     entries = AuditEntry.objects.filter(
-        _chain(head.project_id), action=EXPIRED, sequence__gt=head.sequence
+        Q(sequence__gt=head.sequence) | Q(sequence__isnull=True), _chain(head.project_id), action=EXPIRED
     ).values_list("data", flat=True)
     for data in entries:
         count = int(data["count"])

@@ -480,7 +480,8 @@ def finish_erasure(job_id: UUID) -> Job:
     _progress(job, counts, [], seals)
     result = job.result or {}
     totals = result["counts"]
-    entry = audit.record(
+    # Sealed now: the receipt names the entry's place in the chain and its hash.
+    entry = audit.record_sealed(
         job.project,
         rules.RECEIPT_ACTION,
         ("principal", principal_id),

@@ -1,7 +1,10 @@
 """The change feed: announcing governance events and delivering them (docs/integrations.md).
 
-``announce`` runs inside the transaction of the change (called by the audit
-service), so the outbox holds an event exactly when its change committed.
+Events are written when the audit service seals an entry into its chain
+(``audit.seal``), in the sealer's transaction: an entry is sealed only once its
+change has committed, so the outbox holds an event exactly when its change
+committed, and the events follow the chain's order and carry the entry's place
+in it (sequence and hash), usually within a second of the commit.
 Delivery happens after commit, in Celery, at least once: a delivery is marked
 done only after the receiver answered 2xx, and a beat sweep retries what a
 crashed or failed attempt left behind.
@@ -35,6 +38,7 @@ SINK_BATCH = 500
 
 
 def _entry_facts(entry: AuditEntry, project: Project | None) -> feed_rules.EntryFacts:
+    assert entry.sequence is not None, "an entry is announced once it is sealed"
     return feed_rules.EntryFacts(
         project=project.slug if project else None,
         sequence=entry.sequence,
@@ -48,8 +52,13 @@ def _entry_facts(entry: AuditEntry, project: Project | None) -> feed_rules.Entry
     )
 
 
+def announced(entry: AuditEntry) -> bool:
+    """Does this entry become a feed event?"""
+    return feed_rules.feed_type(entry.action, entry.data or {}) is not None
+
+
 def announce_audit_entry(entry: AuditEntry, project: Project | None) -> FeedEvent | None:
-    """Called by ``audit.record`` for every entry; writes the feed event the entry announces."""
+    """Called by ``audit.seal`` for every entry it seals; writes the feed event the entry announces."""
     event_type = feed_rules.feed_type(entry.action, entry.data or {})
     if event_type is None:
         return None

@@ -71,18 +71,17 @@ def open_erasure(
     """
     if not reason.strip():
         raise ValueError("Erasure needs a reason.")
-    # The entry is hashed here (the chain's hash is Python's); the database
-    # function saves it only as the next link of the chain, and verify_audit
-    # checks its hash like any other entry's.
+    # Built here like any entry and saved by the database function, unsealed:
+    # the sealer gives it its place in the chain and its hash, and verify_audit
+    # checks it like any other entry.
     entry = audit.next_entry(
         project, ACTION, subject, reason=reason, data=data, actor=actor, actor_user=actor_user
     )
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT governance_open_erasure(%s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s)",
+            "SELECT governance_open_erasure(%s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s)",
             [
                 entry.project_id,
-                entry.sequence,
                 entry.actor,
                 entry.actor_user_id,
                 entry.object_type,
@@ -91,13 +90,12 @@ def open_erasure(
                 json.dumps(entry.data),
                 entry.request_id,
                 entry.created_at,
-                entry.previous_hash,
-                entry.entry_hash,
             ],
         )
         (entry.pk,) = cursor.fetchone()
     # The row exists now; treat the instance as loaded, not as one to insert.
     entry._state.adding = False
+    audit.seal_after_commit(entry.project_id)
     return entry
 
 

@@ -300,7 +300,8 @@ def _status_before(write: Write, decision: ReviewDecision) -> str:
             object_id=str(write.pk),
             action=f"write.{decision.action}",
         )
-        .order_by("-sequence")
+        # Newest recorded first: an entry not sealed yet has no sequence.
+        .order_by("-id")
         .values_list("data", flat=True)
         .first()
     )

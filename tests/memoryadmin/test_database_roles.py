@@ -18,6 +18,7 @@ from django.db import DatabaseError, connection, transaction
 from governance import rls
 from governance.models import AuditEntry, ErasureGrant, Fact, Write
 from governance.selectors.audit import verify_chain
+from governance.services import audit
 from governance.services.facts import withdraw_fact
 from governance.services.history import open_erasure
 from tests.governance.database_helpers import connection_params, owner_cursor, owner_role
@@ -135,19 +136,24 @@ def test_an_erasure_grant_cannot_be_written_by_the_application(remembered: Fact)
     assert not ErasureGrant.objects.exists()
 
 
-def test_the_erasure_function_writes_only_the_next_link_of_the_chain(remembered: Fact) -> None:
-    """Calling the function by hand with a stale link is refused, so every grant sits in the chain."""
-    first = AuditEntry.objects.filter(project=remembered.project).order_by("sequence").first()
-    assert first is not None
+def test_an_erasure_opened_by_hand_is_recorded_and_sealed_into_the_chain(remembered: Fact) -> None:
+    """The function takes no place in the chain from its caller: its entry is appended unsealed,
+    and the sealer links it like any other, so every grant sits in the chain."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT governance_open_erasure(%s, 'mallory', NULL, 'fact', %s, 'because', '{}'::jsonb, '', "
+            "now())",
+            [remembered.project_id, str(remembered.pk)],
+        )
+        (entry_id,) = cursor.fetchone()
 
-    message = refused(
-        "SELECT governance_open_erasure(%s, %s, 'mallory', NULL, 'fact', %s, 'because', '{}'::jsonb, '', "
-        "now(), %s, %s)",
-        [remembered.project_id, first.sequence, str(remembered.pk), first.previous_hash, "f" * 64],
-    )
-
-    assert "next link" in message
-    assert not ErasureGrant.objects.exists()
+    entry = AuditEntry.objects.get(pk=entry_id)
+    assert (entry.action, entry.sequence, entry.entry_hash) == ("erasure.opened", None, "")
+    assert ErasureGrant.objects.get().audit_entry == entry
+    audit.seal_all()
+    entry.refresh_from_db()
+    assert entry.sequence == AuditEntry.objects.filter(project=remembered.project).count()
+    assert verify_chain() is None
 
 
 def test_withdrawal_erases_history_through_the_definer_function_and_records_it(
@@ -163,7 +169,10 @@ def test_withdrawal_erases_history_through_the_definer_function_and_records_it(
     assert opened.reason == "She asked us to forget it"
     assert ErasureGrant.objects.get().audit_entry == opened
     # The grant comes before the withdrawal it allowed, in the same chain.
+    audit.seal_all()
+    opened.refresh_from_db()
     withdrawn = AuditEntry.objects.get(action="fact.withdrawn", object_id=str(remembered.pk))
+    assert opened.sequence is not None and withdrawn.sequence is not None
     assert opened.sequence < withdrawn.sequence
     with connection.cursor() as cursor:
         cursor.execute("SELECT statement FROM governance_factevent WHERE pgh_obj_id = %s", [remembered.pk])

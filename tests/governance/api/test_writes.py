@@ -367,7 +367,7 @@ def test_a_write_costs_a_fixed_number_of_queries(support_bot, django_assert_max_
     # principal, the guard's reads (fingerprint, tombstones, the agent's recent
     # writes, its review-queue room, the key's active fact, same-kind facts), the
     # inserts and updates of the write, its fact and response (each carrying the
-    # pghistory context), the audit chain's advisory lock and tail, the entry.
+    # pghistory context), the audit entry (one INSERT, sealed after commit).
     # A new value for a key, 26: the same plus superseding the old fact. The
     # first write of a person costs 20 (the principal is created).
     support_bot.write("Prefers tea number 0", kind="preference")  # creates the principal

@@ -11,6 +11,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from governance.models import AuditEntry
+from governance.services import audit
 from tests.governance.review_helpers import propose
 from tests.personas import PASSWORD, make_user
 
@@ -78,13 +79,14 @@ def test_auditor_verifies_the_chain_and_reads_the_result_in_words(
 ):
     make_user("audra", "auditor", project)
     propose(support_bot, "Prefers tea over coffee", source_type="user_statement")
+    audit.seal_all()  # the worker seals after commit: sealed now, so the page shows every hash
     page.goto(f"{live_server.url}/login/?next=/history/")
     page.fill("#id_username", "audra")
     page.fill("#id_password", PASSWORD)
     page.get_by_role("button", name="Log in").click()
 
     # Each entry shows its hash and its predecessor's, shortened; the full value is on hover.
-    latest = AuditEntry.objects.filter(project=project).order_by("-sequence").first()
+    latest = AuditEntry.objects.filter(project=project, sequence__isnull=False).order_by("-sequence").first()
     assert latest is not None
     short = page.locator(f'code.hash[data-hash="{latest.entry_hash}"]').first
     expect(short).to_have_text(f"{latest.entry_hash[:10]}…")

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import connection
+from django.db import connection, transaction
 
 from governance.models import AuditEntry
 from governance.rules.audit import entry_digest
 from governance.selectors.audit import verify_chain
-from governance.services import checkpoints
+from governance.services import audit, checkpoints
 from tests.governance.database_helpers import tamper
 from tests.governance.review_helpers import propose
 
@@ -268,3 +268,24 @@ def test_unreadable_checkpoint_file_is_a_usage_error(history, tmp_path):
 
     assert verify("--checkpoints", str(garbled))[0] == 2
     assert verify("--checkpoints", str(tmp_path / "missing.jsonl"))[0] == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_entries_left_unsealed_too_long_are_a_warning_then_sealed_and_checked(
+    history, project, monkeypatch, settings
+):
+    # The seal task queued on commit is lost (a broker outage), and beat did not run either.
+    monkeypatch.setattr(audit, "_enqueue_seal", lambda project_id: None)
+    with transaction.atomic():
+        waiting = audit.record(project, "project.archived", project, reason="Left waiting")
+    settings.AUDIT_SEAL_OVERDUE_SECONDS = 0  # anything waiting is older than the bound
+
+    status, out, _ = verify("--project", project.slug)
+
+    assert status == 0
+    assert "WARNING 1 audit entry was still waiting to be added to the chain" in out
+    assert "background worker" in out
+    waiting.refresh_from_db()
+    assert waiting.sequence == AuditEntry.objects.filter(project=project).count()
+    assert verify_chain(project.pk) is None
+    assert "WARNING" not in verify("--project", project.slug)[1]  # nothing waits any more

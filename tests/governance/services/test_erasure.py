@@ -341,7 +341,7 @@ def test_the_receipt_verifies_against_the_chain_and_tampering_is_detected(forgot
     assert any("'counts'" in p for p in selectors.receipt_problems(fewer))
     other_reason = {**receipt, "reason": "Routine clean-up"}
     assert any("'reason'" in p for p in selectors.receipt_problems(other_reason))
-    moved = {**receipt, "audit": {**receipt["audit"], "sequence": entry.sequence - 1}}
+    moved = {**receipt, "audit": {**receipt["audit"], "sequence": (entry.sequence or 0) - 1}}
     assert selectors.receipt_problems(moved)
 
     # Someone with the database rewrites the entry itself: its hash no longer recomputes.

@@ -24,7 +24,7 @@ from memoryadmin_client.webhooks import verify
 from governance.context import actor_scope
 from governance.models import FeedDelivery, FeedEvent
 from governance.rules import feed as feed_rules
-from governance.services import feed
+from governance.services import audit, feed
 from governance.services import reviews as review_service
 
 pytestmark = pytest.mark.django_db
@@ -98,6 +98,7 @@ def test_only_subscribed_types_are_sent_and_a_rolled_back_change_announces_nothi
     support_bot.memory.write(principal="ada", statement="Likes sailing.")  # active: not in the feed at all
     quarantined = support_bot.memory.write(principal="ada", statement=POISON, source_type="web_page")
     assert quarantined.quarantined
+    audit.seal_all()  # events are written as entries are sealed, after commit
     assert FeedEvent.objects.filter(event_type="write.quarantined").count() == 1
     assert not FeedDelivery.objects.exists()  # nobody subscribed to quarantines
 
@@ -105,6 +106,7 @@ def test_only_subscribed_types_are_sent_and_a_rolled_back_change_announces_nothi
     with pytest.raises(RuntimeError), transaction.atomic():
         support_bot.memory.write(principal="ada", statement=POISON + " again", source_type="web_page")
         raise RuntimeError("the change is rolled back")
+    audit.seal_all()
     assert FeedEvent.objects.count() == before
 
 
@@ -119,6 +121,7 @@ def test_a_review_decision_and_a_withdrawal_are_announced(project, support_bot, 
     )
     assert held.fact is not None
     support_bot.memory.withdraw(held.fact.id, principal="ada", reason="She asked.")
+    audit.seal_all()
     types = list(FeedEvent.objects.order_by("pk").values_list("event_type", flat=True))
     assert types == ["write.decided", "fact.withdrawn"]
     withdrawn = FeedEvent.objects.get(event_type="fact.withdrawn").payload
@@ -130,6 +133,7 @@ def test_a_failing_receiver_is_retried_with_backoff_then_given_up(project, suppo
     try:
         endpoint, _ = subscribe(project, failing.url, "write.quarantined")
         support_bot.memory.write(principal="ada", statement=POISON, source_type="web_page")
+        audit.seal_all()
         delivery = FeedDelivery.objects.get(endpoint=endpoint)
         assert feed.deliver(delivery.pk) == "retrying"
         delivery.refresh_from_db()
@@ -146,6 +150,7 @@ def test_a_failing_receiver_is_retried_with_backoff_then_given_up(project, suppo
 def test_disabling_a_webhook_stops_what_was_waiting(project, support_bot, receiver, reviewer):
     endpoint, _ = subscribe(project, receiver.url, "write.quarantined")
     support_bot.memory.write(principal="ada", statement=POISON, source_type="web_page")
+    audit.seal_all()
     feed.disable_endpoint(endpoint, user=reviewer, reason="Receiver retired.")
     assert FeedDelivery.objects.get(endpoint=endpoint).status == "failed"
     assert receiver.requests == []
@@ -155,6 +160,7 @@ def test_the_json_lines_sink_writes_each_event_once(project, support_bot, settin
     settings.CHANGE_FEED_FILE = str(tmp_path / "feed" / "events.jsonl")
     support_bot.memory.write(principal="ada", statement=POISON, source_type="web_page")
     support_bot.memory.write(principal="bo", statement=POISON, source_type="web_page")
+    audit.seal_all()
     assert feed.sink_pending() == 2
     assert feed.sink_pending() == 0
     lines = [json.loads(line) for line in Path(settings.CHANGE_FEED_FILE).read_text().splitlines()]

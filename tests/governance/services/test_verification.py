@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from governance.models import AuditEntry, Job
-from governance.services import reviews
+from governance.services import audit, reviews
 from governance.services.verification import JOB_KIND, start_verification
 from tests.governance.database_helpers import tamper
 from tests.governance.review_helpers import PENDING, propose
@@ -62,3 +62,18 @@ def test_another_projects_damage_does_not_fail_this_project(project, other_proje
 
     assert verified(project, auditor)[1]["intact"] is True
     assert verified(other_project, auditor)[1]["intact"] is False
+
+
+def test_entries_that_waited_too_long_to_be_sealed_are_a_warning_in_words(
+    project, support_bot, auditor, monkeypatch, settings
+):
+    propose(support_bot, PENDING)
+    monkeypatch.setattr(audit, "_enqueue_seal", lambda project_id: None)  # the seal tasks are lost
+    propose(support_bot, "Mentioned they cycle to work")
+    settings.AUDIT_SEAL_OVERDUE_SECONDS = 0
+
+    _, result = verified(project, auditor)
+
+    assert result["intact"] is True
+    assert "still waiting to be added to the chain" in result["warning"]
+    assert not AuditEntry.objects.filter(project=project, sequence__isnull=True).exists()

@@ -124,10 +124,11 @@ def test_a_batch_refuses_only_the_write_it_cannot_take(support_bot):
 
 # --- statements per write (issue 13) ------------------------------------------------
 
-# services/audit.record today: the chain's advisory lock, its head, the INSERT.
-AUDIT_ENTRY = 3
-# What the change feed adds to an entry it announces: its row and the webhooks it goes to.
-FEED_EVENT = 2
+# services/audit.record: one INSERT of the unsealed entry (the sealer chains it after commit).
+AUDIT_ENTRY = 1
+# What the change feed adds to the write: nothing, since its row is written when the
+# entry is sealed, after commit (services/audit.seal).
+FEED_EVENT = 0
 
 
 def statements(bot: AgentPersona, req: WriteRequest) -> tuple[Write, list[str]]:

@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from governance.context import actor_scope
 from governance.models import AuditEntry, WebhookEndpoint
-from governance.services import feed
+from governance.services import audit, feed
 from tests.personas import make_user
 
 pytestmark = pytest.mark.django_db
@@ -51,6 +51,7 @@ def test_an_auditor_reads_the_log_but_cannot_add_or_disable(client, auditor, pro
             project, "http://127.0.0.1:9/hook", event_types=[], description="SIEM", user=None
         )
     support_bot.memory.write(principal="ada", statement=POISON, source_type="web_page")
+    audit.seal_all()  # the feed's events are written as entries are sealed
     client.force_login(auditor)
     page = client.get(reverse("feed:page")).content.decode()
     assert "Write held back" in page and "Waiting to be sent" in page

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -14,7 +15,17 @@ from django.db import connection
 from django.db.models import CharField, FloatField, Q, QuerySet, Value
 from pgvector.django import CosineDistance
 
-from governance.models import Agent, CandidateRecord, Fact, Principal, Project, RetrievalEvent, Session
+from governance.models import (
+    Agent,
+    CandidateRecord,
+    Fact,
+    PolicyVersion,
+    Principal,
+    Project,
+    RetrievalEvent,
+    Session,
+    SessionBlock,
+)
 from governance.models.retrievals import decode_candidates, events_naming
 from governance.rules.policy import BOUNDS as POLICY_BOUNDS
 from governance.rules.policy import PolicySettings
@@ -22,7 +33,6 @@ from governance.rules.retrieval import (
     CANDIDATE_COLUMNS,
     Candidate,
     age_in_days,
-    candidate_from_columns,
     freshness_tier,
 )
 from governance.selectors import cursors
@@ -427,20 +437,52 @@ def retrieval_header(project: Project, external_id: str | None) -> RetrievalHead
     return RetrievalHeader(principal=principal, newest_verified=newest, facts_generation=int(generation))
 
 
-def block_facts(project: Project, principal: Principal | None, fact_ids: Sequence[int]) -> list[Candidate]:
-    """The facts a cached session-start block holds, within this retrieval's scope (R1, R12).
+_BLOCK = f"""
+SELECT b.id, b.mode, b.text, b.tokens, b.fact_ids, b.items, b.hint_session_id, b.created_at,
+       {", ".join(f"f.{name}" for name in CANDIDATE_FIELDS)}, NULL::timestamptz, NULL::float8, 'block'
+  FROM governance_sessionblock b
+  LEFT JOIN governance_fact f ON f.id = ANY(b.fact_ids) AND f.project_id = %s AND f.session_id IS NULL
+       AND (f.principal_id IS NULL OR f.principal_id = %s)
+ WHERE b.session_id = %s AND b.principal_id IS NOT DISTINCT FROM %s AND b.identity_verified = %s
+   AND b.policy_version_id = %s
+"""
 
-    One query by primary key; a fact outside the scope is not returned, so the
+
+def cached_block(
+    session: Session, principal: Principal | None, *, identity_verified: bool, version: PolicyVersion
+) -> tuple[SessionBlock | None, list[Candidate]]:
+    """The session's cached start block under this key, and its facts within this retrieval's scope (R1, R12).
+
+    One statement (the block by its unique key, its facts by primary key)
+    where two were sent. A fact outside the scope is not returned, so the
     caller treats it as no longer eligible.
     """
-    if not fact_ids:
-        return []
-    rows = (
-        Fact.objects.filter(_scope(project, principal), pk__in=list(fact_ids))
-        .order_by("id")
-        .values(*CANDIDATE_FIELDS)
+    principal_id = principal.pk if principal is not None else None
+    with connection.cursor() as cursor:
+        key = [session.pk, principal_id, identity_verified, version.pk]
+        cursor.execute(_BLOCK, [session.project_id, principal_id, *key])
+        rows = cursor.fetchall()
+    if not rows:
+        return None, []
+    block_id, mode, text, tokens, fact_ids, items, hint_session_id, created_at = rows[0][:8]
+    block = SessionBlock(
+        id=block_id,
+        session=session,
+        principal=principal,
+        identity_verified=identity_verified,
+        policy_version=version,
+        mode=mode,
+        text=text,
+        tokens=tokens,
+        fact_ids=list(fact_ids or []),
+        items=json.loads(items) if isinstance(items, str) else items,
+        hint_session_id=hint_session_id,
+        created_at=created_at,
     )
-    return [candidate_from_columns(row["id"], row) for row in rows]
+    block._state.adding = False
+    block._state.db = connection.alias
+    facts = _to_candidates(row[8:] for row in rows if row[8] is not None)
+    return block, sorted(facts, key=lambda c: c.fact_id)
 
 
 # --- The retrieval log for people (console and governance API) -------------

@@ -93,7 +93,7 @@ def test_a_withdrawn_or_superseded_project_fact_is_never_served_from_the_cache(
     from governance.services import facts as fact_service
 
     def served(session: str, principal: str | None) -> set[int]:
-        event, result = retrievals.retrieve(
+        _event, result = retrievals.retrieve(
             support_bot.agent,
             RetrieveRequest(principal=principal, session=session, query="", round=1, identity_verified=True),
         )

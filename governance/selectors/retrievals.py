@@ -15,6 +15,7 @@ from django.db import connection
 from django.db.models import CharField, FloatField, Q, QuerySet, Value
 from pgvector.django import CosineDistance
 
+from governance import rls
 from governance.models import (
     Agent,
     CandidateRecord,
@@ -308,6 +309,8 @@ def project_facts(project_id: int, generation: int) -> _ProjectFacts:
         with_vector=with_vector,
         loaded=clock,
     )
+    if not _sees_the_whole_project(project_id):
+        return entry  # rows narrowed by row-level security are no one else's to reuse
     with _project_facts_lock:
         if len(_project_facts) >= PROJECT_FACTS_MAX_PROJECTS:
             _project_facts.clear()
@@ -316,6 +319,12 @@ def project_facts(project_id: int, generation: int) -> _ProjectFacts:
             del _project_facts[stale]
         _project_facts[key] = entry
     return entry
+
+
+def _sees_the_whole_project(project_id: int) -> bool:
+    """Whether this work's row-level security scope lets it read every fact of the project."""
+    setting = rls.current().setting()
+    return setting == rls.EVERY_PROJECT or str(project_id) in setting.split(",")
 
 
 def forget_project_facts() -> None:

@@ -221,3 +221,19 @@ def test_the_cache_reads_the_project_facts_once_per_generation(
         selectors.candidates(
             project, None, None, POLICY, unit(0), now=now, session_start=True, facts_generation=generation
         )
+
+
+def test_project_facts_read_under_a_narrower_scope_are_not_kept(
+    project: Project, people: dict[str, Any]
+) -> None:
+    from governance import rls
+
+    generation = selectors.retrieval_header(project, None).facts_generation
+    # Row-level security may hide rows from such a read: nobody else may be handed them.
+    with rls.scope(rls.projects([project.pk + 1000])):
+        selectors.project_facts(project.pk, generation)
+    assert (project.pk, generation) not in selectors._project_facts
+    with rls.scope(rls.projects([project.pk])):
+        kept = selectors.project_facts(project.pk, generation)
+    assert selectors._project_facts[(project.pk, generation)] is kept
+    assert [row[0] for row in kept.rows] == [people["facts"]["project"].pk]

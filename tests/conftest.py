@@ -68,10 +68,14 @@ def _flush_past_truncate_guards() -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def _fresh_cache() -> Iterator[None]:
-    """Rate-limit counters live in the cache: no test inherits another's requests."""
+    """Rate-limit counters live in the cache: no test inherits another's requests (nor
+    another's cached project facts, should a database reuse project ids)."""
     from django.core.cache import cache
 
+    from governance.selectors.retrievals import forget_project_facts
+
     cache.clear()
+    forget_project_facts()
     yield
     cache.clear()
 

@@ -3,7 +3,7 @@
 from governance.models.audit import AuditCheckpoint, AuditEntry, ErasureGrant
 from governance.models.credentials import AgentKey, PersonalAccessToken
 from governance.models.evaluations import EvaluationRun, EvaluationStatus
-from governance.models.facts import Fact, Supersession, Tombstone
+from governance.models.facts import Fact, ProjectFactsGeneration, Supersession, Tombstone
 from governance.models.feed import FeedDelivery, FeedEvent, WebhookEndpoint
 from governance.models.jobs import Job
 from governance.models.policies import ChangeApproval, PolicyDraft, PolicyVersion
@@ -32,6 +32,7 @@ __all__ = [
     "PolicyVersion",
     "Principal",
     "Project",
+    "ProjectFactsGeneration",
     "RetrievalEvent",
     "RetrievalFeedback",
     "ReviewDecision",

@@ -229,3 +229,22 @@ class Tombstone(models.Model):
 
     def __str__(self) -> str:
         return f"tombstone {self.pk} of fact {self.fact_id}"
+
+
+class ProjectFactsGeneration(models.Model):
+    """A number that changes whenever any of a project's principal-less facts changes.
+
+    Retrieval keeps a project's facts in process memory under this number
+    (selectors/retrievals.py) and reads it on every retrieval in a statement it
+    makes anyway. A database trigger on the fact table (migration 0037) sets it
+    from a sequence in the transaction of the change itself, so no service can
+    forget it and a rolled-back change never leaves a number that recurs.
+    A project none of whose facts changed since the trigger came has no row:
+    its number is 0.
+    """
+
+    project = models.OneToOneField(Project, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    generation = models.BigIntegerField()
+
+    def __str__(self) -> str:
+        return f"project {self.project_id} facts generation {self.generation}"

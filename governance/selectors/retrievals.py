@@ -2,16 +2,31 @@
 
 from __future__ import annotations
 
+import json
+import threading
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
 
+import numpy
 from django.db import connection
-from django.db.models import CharField, FloatField, Max, Q, QuerySet, Value
+from django.db.models import CharField, FloatField, Q, QuerySet, Value
 from pgvector.django import CosineDistance
 
-from governance.models import Agent, CandidateRecord, Fact, Principal, Project, RetrievalEvent, Session
+from governance import rls
+from governance.models import (
+    Agent,
+    CandidateRecord,
+    Fact,
+    PolicyVersion,
+    Principal,
+    Project,
+    RetrievalEvent,
+    Session,
+    SessionBlock,
+)
 from governance.models.retrievals import decode_candidates, events_naming
 from governance.rules.policy import BOUNDS as POLICY_BOUNDS
 from governance.rules.policy import PolicySettings
@@ -19,7 +34,6 @@ from governance.rules.retrieval import (
     CANDIDATE_COLUMNS,
     Candidate,
     age_in_days,
-    candidate_from_columns,
     freshness_tier,
 )
 from governance.selectors import cursors
@@ -34,12 +48,17 @@ NEAREST_LIMIT_MIN = 50
 CANDIDATE_FIELDS = ("id", *CANDIDATE_COLUMNS)
 
 
-def _scope(project: Project, principal: Principal | None) -> Q:
-    """R1: this principal's facts and the project's principal-less facts, nothing else."""
-    scope = Q(project=project, principal__isnull=True, session__isnull=True)
-    if principal is not None:
-        scope |= Q(project=project, principal=principal, session__isnull=True)
-    return scope
+def _scope(project: Project, principal: Principal | None, *, project_facts: bool = True) -> Q:
+    """R1: this principal's facts and the project's principal-less facts, nothing else.
+
+    Without ``project_facts`` only the principal's (the project's come from
+    the process cache); nothing at all without a principal either.
+    """
+    own = Q(project=project, principal=principal, session__isnull=True) if principal is not None else None
+    if not project_facts:
+        return own if own is not None else Q(pk__in=[])
+    shared = Q(project=project, principal__isnull=True, session__isnull=True)
+    return shared | own if own is not None else shared
 
 
 def _with_relevance(qs: QuerySet[Fact], query_vector: Sequence[float] | None) -> QuerySet[Fact]:
@@ -55,6 +74,7 @@ def _eligible(policy: PolicySettings, now: datetime) -> Q:
     spelled in SQL so the database skips everything else: nearest-neighbour
     distances are computed only over facts that could be injected. The pure
     rule still decides every row it returns; this only narrows what it reads.
+    ``_eligible_row`` is the same test for a cached project fact: the two change together.
     """
     return (
         Q(status="active", kind__in=list(policy.allowed_kinds), authority__gte=policy.min_authority)
@@ -68,22 +88,54 @@ def _rows(qs: QuerySet[Fact], part: str) -> QuerySet[Fact, tuple[Any, ...]]:
     return qs.annotate(part=Value(part, output_field=CharField())).values_list(*ROW_FIELDS)
 
 
-ROW_FIELDS = (*CANDIDATE_FIELDS, "distance", "part")
+# The positions _to_candidates unpacks: a change to the columns must change it too.
+assert (
+    *("id", "kind", "key", "statement", "status", "principal_id", "source_type", "source_ref"),
+    *("authority", "confidence", "valid_from", "valid_to", "last_verified_at"),
+) == CANDIDATE_FIELDS
+
+# A row of the candidate read: the candidate's columns, when its status last
+# changed (the history part's order), its distance to the query, and its part.
+ROW_FIELDS = (*CANDIDATE_FIELDS, "status_changed_at", "distance", "part")
+_ID, _KIND, _STATUS, _AUTHORITY = (ROW_FIELDS.index(name) for name in ("id", "kind", "status", "authority"))
+_VALID_FROM, _VALID_TO, _VERIFIED = (
+    ROW_FIELDS.index(name) for name in ("valid_from", "valid_to", "last_verified_at")
+)
+_CHANGED, _DISTANCE, _PART = len(CANDIDATE_FIELDS), len(CANDIDATE_FIELDS) + 1, len(CANDIDATE_FIELDS) + 2
+
+Row = tuple[Any, ...]
 
 
-def _to_candidates(rows: Iterable[tuple[Any, ...]]) -> list[Candidate]:
+def _to_candidates(rows: Iterable[Row]) -> list[Candidate]:
+    """``candidate_from_columns`` by position: no mapping per row (thousands for a large principal)."""
     candidates = []
     for row in rows:
-        values = dict(zip(ROW_FIELDS, row, strict=True))
-        distance = values["distance"]
-        relevance = None if distance is None else max(0.0, 1.0 - float(distance))
-        candidates.append(candidate_from_columns(values["id"], values, relevance))
+        _id, kind, key, statement, status, principal_id, source_type, source_ref = row[:8]
+        authority, confidence, valid_from, valid_to, last_verified_at = row[8:_CHANGED]
+        distance = row[_DISTANCE]
+        candidates.append(
+            Candidate(
+                fact_id=_id,
+                kind=kind,
+                key=key,
+                statement=statement,
+                status=status,
+                is_project_fact=principal_id is None,
+                source_type=source_type,
+                source_ref=source_ref,
+                authority=authority,
+                confidence=confidence,
+                valid_from=valid_from,
+                valid_to=valid_to,
+                last_verified_at=last_verified_at,
+                relevance=None if distance is None else max(0.0, 1.0 - float(distance)),
+            )
+        )
     return candidates
 
 
 def _nearest(
-    project: Project,
-    principal: Principal | None,
+    scope: Q,
     policy: PolicySettings,
     query_vector: Sequence[float] | None,
     now: datetime,
@@ -94,21 +146,27 @@ def _nearest(
     this scale, where an HNSW index with a selective principal filter loses
     recall (issue 4).
     """
-    kinds = [k for k in policy.per_round_kinds if k != "slot"]
-    if not kinds or query_vector is None:
+    if not _nearest_kinds(policy) or query_vector is None:
         return None
-    # Clamped as well as validated: a version stored before max_items had a
-    # bound must not overflow the query's LIMIT (bigint) on every retrieval.
-    max_items = min(policy.max_items, int(POLICY_BOUNDS["max_items"][1]))
-    limit = max(NEAREST_LIMIT_MIN, max_items * 3)
     nearest = _with_relevance(
-        Fact.objects.filter(_scope(project, principal), _eligible(policy, now), kind__in=kinds).filter(
+        Fact.objects.filter(scope, _eligible(policy, now), kind__in=_nearest_kinds(policy)).filter(
             embedding__isnull=False
         ),
         query_vector,
     )
     # "distance" comes from _with_relevance's annotate(), which django-stubs cannot follow.
-    return _rows(nearest.order_by("distance", "id"), "nearest")[:limit]  # type: ignore[misc]
+    return _rows(nearest.order_by("distance", "id"), "nearest")[: _nearest_limit(policy)]  # type: ignore[misc]
+
+
+def _nearest_kinds(policy: PolicySettings) -> list[str]:
+    return [k for k in policy.per_round_kinds if k != "slot"]
+
+
+def _nearest_limit(policy: PolicySettings) -> int:
+    # Clamped as well as validated: a version stored before max_items had a
+    # bound must not overflow the query's LIMIT (bigint) on every retrieval.
+    max_items = min(policy.max_items, int(POLICY_BOUNDS["max_items"][1]))
+    return max(NEAREST_LIMIT_MIN, max_items * 3)
 
 
 def _slots(
@@ -126,17 +184,17 @@ def _slots(
     return _rows(_with_relevance(slots, query_vector).order_by("id"), "slot")
 
 
-def _one_read(parts: Sequence[QuerySet[Fact, tuple[Any, ...]] | None]) -> list[Candidate]:
+def _one_read(parts: Sequence[QuerySet[Fact, tuple[Any, ...]] | None]) -> list[Row]:
     """The parts as one UNION ALL: one round trip, each part keeping its own order and limit."""
     present = [p for p in parts if p is not None]
     if not present:
         return []
     if len(present) == 1:
-        return _to_candidates(present[0])
+        return list(present[0])
     rows = list(present[0].union(*present[1:], all=True))
     # A UNION ALL promises no order across its parts; the caller's order is the parts' order.
     order = {name: position for position, name in enumerate(PART_ORDER)}
-    return _to_candidates(sorted(rows, key=lambda row: order[row[-1]]))
+    return sorted(rows, key=lambda row: order[row[_PART]])
 
 
 PART_ORDER = ("static", "history", "nearest", "slot")
@@ -151,6 +209,7 @@ def candidates(
     *,
     now: datetime,
     session_start: bool,
+    facts_generation: int | None = None,
 ) -> list[Candidate]:
     """Every candidate of a retrieval (step 3), in one statement.
 
@@ -163,53 +222,276 @@ def candidates(
     - the newest facts that could not (other statuses, kinds, validity,
       authority or age), so the event can say why they were not used (R14),
       at most INACTIVE_HISTORY_LIMIT of them.
+
+    With ``facts_generation`` (the project's, read in this retrieval's
+    transaction: ``retrieval_header``) the project's principal-less facts come
+    from the process cache and the statement reads only the principal's; the
+    parts are merged as the one statement would have ordered and cut them.
     """
+    cached = facts_generation is not None
+    scope = _scope(project, principal, project_facts=not cached)
+    read_rows = principal is not None or not cached
     parts = [
-        _nearest(project, principal, policy, query_vector, now),
+        _nearest(scope, policy, query_vector, now) if read_rows else None,
         _slots(project, principal, session, query_vector),
     ]
-    if not session_start:
-        return _one_read(parts)
-    base = Fact.objects.filter(_scope(project, principal)).exclude(kind="slot")
-    eligible = _eligible(policy, now)
-    static = _with_relevance(
-        base.filter(eligible).exclude(kind__in=list(policy.per_round_kinds)), query_vector
+    if session_start and read_rows:
+        base = Fact.objects.filter(scope).exclude(kind="slot")
+        eligible = _eligible(policy, now)
+        static = _with_relevance(
+            base.filter(eligible).exclude(kind__in=list(policy.per_round_kinds)), query_vector
+        )
+        history = _with_relevance(base.exclude(eligible), query_vector).order_by("-status_changed_at", "-id")
+        parts = [
+            _rows(static.order_by("id"), "static"),
+            _rows(history, "history")[:INACTIVE_HISTORY_LIMIT],
+            *parts,
+        ]
+    rows = _one_read(parts)
+    if cached:
+        assert facts_generation is not None
+        rows = _merge(
+            rows, project_facts(project.pk, facts_generation), policy, query_vector, now, session_start
+        )
+    return _to_candidates(rows)
+
+
+# --- Project facts: kept in process per project and generation -----------------
+#
+# Every retrieval in a project sees its principal-less facts, so reading them
+# each time repeats the same rows. They are kept here under the project's
+# facts generation, which a trigger moves in the transaction of every change
+# to any of them (migration 0037) and which every retrieval reads afresh
+# (``retrieval_header``): a changed, withdrawn or superseded project fact has
+# a new generation before anyone can see the change, so the old rows are never
+# served again. Eligibility, distances and order are worked out per retrieval,
+# as the statement would have: the cached rows are the facts, not a decision.
+# The TTL only bounds memory held for projects no longer used.
+
+PROJECT_FACTS_TTL = 300.0  # seconds
+PROJECT_FACTS_MAX_PROJECTS = 512
+
+
+@dataclass(frozen=True)
+class _ProjectFacts:
+    rows: tuple[Row, ...]  # ROW_FIELDS without distance and part, by id
+    vectors: Any  # numpy (n, dims) of the rows with an embedding, unit length
+    with_vector: tuple[int, ...]  # the positions in ``rows`` of those vectors
+    loaded: float
+
+
+_project_facts: dict[tuple[int, int], _ProjectFacts] = {}
+_project_facts_lock = threading.Lock()
+
+
+def project_facts(project_id: int, generation: int) -> _ProjectFacts:
+    """The project's principal-less facts as of ``generation`` (one read when not cached)."""
+    key = (project_id, generation)
+    clock = time.monotonic()
+    with _project_facts_lock:
+        entry = _project_facts.get(key)
+    if entry is not None and clock - entry.loaded < PROJECT_FACTS_TTL:
+        return entry
+    found = list(
+        Fact.objects.filter(project_id=project_id, principal__isnull=True, session__isnull=True)
+        .exclude(kind="slot")
+        .order_by("id")
+        .values_list(*CANDIDATE_FIELDS, "status_changed_at", "embedding")
     )
-    history = _with_relevance(base.exclude(eligible), query_vector).order_by("-status_changed_at", "-id")
-    return _one_read(
-        [_rows(static.order_by("id"), "static"), _rows(history, "history")[:INACTIVE_HISTORY_LIMIT], *parts]
+    with_vector = tuple(i for i, row in enumerate(found) if row[-1] is not None)
+    vectors = numpy.array([found[i][-1] for i in with_vector], dtype=numpy.float64)
+    if len(with_vector):
+        norms = numpy.linalg.norm(vectors, axis=1, keepdims=True)
+        vectors = numpy.divide(vectors, norms, out=numpy.zeros_like(vectors), where=norms > 0)
+    entry = _ProjectFacts(
+        rows=tuple(row[:-1] for row in found),
+        vectors=vectors,
+        with_vector=with_vector,
+        loaded=clock,
+    )
+    if not _sees_the_whole_project(project_id):
+        return entry  # rows narrowed by row-level security are no one else's to reuse
+    with _project_facts_lock:
+        if len(_project_facts) >= PROJECT_FACTS_MAX_PROJECTS:
+            _project_facts.clear()
+        # Only retrievals that began before a change still ask for an older generation.
+        for stale in [k for k in _project_facts if k[0] == project_id]:
+            del _project_facts[stale]
+        _project_facts[key] = entry
+    return entry
+
+
+def _sees_the_whole_project(project_id: int) -> bool:
+    """Whether this work's row-level security scope lets it read every fact of the project."""
+    setting = rls.current().setting()
+    return setting == rls.EVERY_PROJECT or str(project_id) in setting.split(",")
+
+
+def forget_project_facts() -> None:
+    """Empty the process cache (tests, whose databases reuse project ids)."""
+    with _project_facts_lock:
+        _project_facts.clear()
+
+
+def _eligible_row(row: Row, policy: PolicySettings, now: datetime) -> bool:
+    """``_eligible`` for one cached row."""
+    return (
+        row[_STATUS] == "active"
+        and row[_KIND] in policy.allowed_kinds
+        and row[_AUTHORITY] >= policy.min_authority
+        and (row[_VALID_TO] is None or row[_VALID_TO] > now)
+        and (row[_VALID_FROM] is None or row[_VALID_FROM] <= now)
+        and row[_VERIFIED] > now - timedelta(days=policy.confirm_days + 1)
     )
 
 
-def block_facts(project: Project, principal: Principal | None, fact_ids: Sequence[int]) -> list[Candidate]:
-    """The facts a cached session-start block holds, within this retrieval's scope (R1, R12).
+def _distances(facts: _ProjectFacts, query_vector: Sequence[float] | None) -> list[float | None]:
+    """Cosine distance of each cached row to the query, as pgvector's ``<=>`` gives it."""
+    distances: list[float | None] = [None] * len(facts.rows)
+    if query_vector is None or not facts.with_vector:
+        return distances
+    query = numpy.asarray(query_vector, dtype=numpy.float64)
+    norm = float(numpy.linalg.norm(query))
+    if norm == 0:
+        return distances  # pgvector answers NaN; no query relevance either way
+    similarities = facts.vectors @ (query / norm)
+    for position, similarity in zip(facts.with_vector, similarities.tolist(), strict=True):
+        distances[position] = 1.0 - similarity
+    return distances
 
-    One query by primary key; a fact outside the scope is not returned, so the
+
+def _merge(
+    rows: list[Row],
+    facts: _ProjectFacts,
+    policy: PolicySettings,
+    query_vector: Sequence[float] | None,
+    now: datetime,
+    session_start: bool,
+) -> list[Row]:
+    """The principal's rows and the cached project rows, in the parts, orders and limits of ``candidates``."""
+    distances = _distances(facts, query_vector)
+    parts: dict[str, list[Row]] = {name: [] for name in PART_ORDER}
+    for row in rows:
+        parts[row[_PART]].append(row)
+    nearest_kinds = set(_nearest_kinds(policy))
+    per_round = set(policy.per_round_kinds)
+    for row, distance in zip(facts.rows, distances, strict=True):
+        eligible = _eligible_row(row, policy, now)
+        if eligible and row[_KIND] in nearest_kinds and distance is not None and query_vector is not None:
+            parts["nearest"].append((*row, distance, "nearest"))
+        if not session_start:
+            continue
+        if eligible and row[_KIND] not in per_round:
+            parts["static"].append((*row, distance, "static"))
+        elif not eligible:
+            parts["history"].append((*row, distance, "history"))
+    parts["static"].sort(key=lambda row: row[_ID])
+    parts["history"].sort(key=lambda row: (row[_CHANGED], row[_ID]), reverse=True)
+    del parts["history"][INACTIVE_HISTORY_LIMIT:]
+    parts["nearest"].sort(key=lambda row: (row[_DISTANCE], row[_ID]))
+    del parts["nearest"][_nearest_limit(policy) :]
+    return [row for name in PART_ORDER for row in parts[name]]
+
+
+@dataclass(frozen=True)
+class RetrievalHeader:
+    """What a retrieval reads first, in one statement (``retrieval_header``)."""
+
+    principal: Principal | None  # None: not named, or not seen before
+    newest_verified: datetime | None  # the principal's newest active fact's verification (R9)
+    facts_generation: int  # the project's facts generation (the project-fact cache's key)
+
+    @property
+    def last_interaction(self) -> datetime | None:
+        """R9: the later of their last session and their newest fact's verification."""
+        last_seen = self.principal.last_seen_at if self.principal is not None else None
+        seen = [t for t in (last_seen, self.newest_verified) if t is not None]
+        return max(seen) if seen else None
+
+
+_HEADER = """
+SELECT COALESCE(g.generation, 0), p.id, p.created_at, p.last_seen_at,
+       (SELECT MAX(f.last_verified_at) FROM governance_fact f
+         WHERE f.project_id = x.project_id AND f.principal_id = p.id AND f.status = 'active')
+  FROM (SELECT %s::bigint AS project_id) x
+  LEFT JOIN governance_projectfactsgeneration g ON g.project_id = x.project_id
+  LEFT JOIN governance_principal p ON p.project_id = x.project_id AND p.external_id = %s
+"""
+
+
+def retrieval_header(project: Project, external_id: str | None) -> RetrievalHeader:
+    """The principal named ``external_id``, their newest verification and the project's facts generation.
+
+    One statement where three were sent (the principal, the aggregate for R9's
+    session mode through the (project, principal, status, last_verified_at)
+    index, the generation). Read inside the retrieval's transaction, before
+    its candidates: the cached project facts can be no older than the state the
+    generation names.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(_HEADER, [project.pk, external_id])
+        generation, principal_id, created_at, last_seen_at, newest = cursor.fetchone()
+    principal = None
+    if principal_id is not None:
+        assert external_id is not None
+        principal = Principal(
+            id=principal_id,
+            project=project,
+            external_id=external_id,
+            created_at=created_at,
+            last_seen_at=last_seen_at,
+        )
+        principal._state.adding = False
+        principal._state.db = connection.alias
+    return RetrievalHeader(principal=principal, newest_verified=newest, facts_generation=int(generation))
+
+
+_BLOCK = f"""
+SELECT b.id, b.mode, b.text, b.tokens, b.fact_ids, b.items, b.hint_session_id, b.created_at,
+       {", ".join(f"f.{name}" for name in CANDIDATE_FIELDS)}, NULL::timestamptz, NULL::float8, 'block'
+  FROM governance_sessionblock b
+  LEFT JOIN governance_fact f ON f.id = ANY(b.fact_ids) AND f.project_id = %s AND f.session_id IS NULL
+       AND (f.principal_id IS NULL OR f.principal_id = %s)
+ WHERE b.session_id = %s AND b.principal_id IS NOT DISTINCT FROM %s AND b.identity_verified = %s
+   AND b.policy_version_id = %s
+"""
+
+
+def cached_block(
+    session: Session, principal: Principal | None, *, identity_verified: bool, version: PolicyVersion
+) -> tuple[SessionBlock | None, list[Candidate]]:
+    """The session's cached start block under this key, and its facts within this retrieval's scope (R1, R12).
+
+    One statement (the block by its unique key, its facts by primary key)
+    where two were sent. A fact outside the scope is not returned, so the
     caller treats it as no longer eligible.
     """
-    if not fact_ids:
-        return []
-    rows = (
-        Fact.objects.filter(_scope(project, principal), pk__in=list(fact_ids))
-        .order_by("id")
-        .values(*CANDIDATE_FIELDS)
+    principal_id = principal.pk if principal is not None else None
+    with connection.cursor() as cursor:
+        key = [session.pk, principal_id, identity_verified, version.pk]
+        cursor.execute(_BLOCK, [session.project_id, principal_id, *key])
+        rows = cursor.fetchall()
+    if not rows:
+        return None, []
+    block_id, mode, text, tokens, fact_ids, items, hint_session_id, created_at = rows[0][:8]
+    block = SessionBlock(
+        id=block_id,
+        session=session,
+        principal=principal,
+        identity_verified=identity_verified,
+        policy_version=version,
+        mode=mode,
+        text=text,
+        tokens=tokens,
+        fact_ids=list(fact_ids or []),
+        items=json.loads(items) if isinstance(items, str) else items,
+        hint_session_id=hint_session_id,
+        created_at=created_at,
     )
-    return [candidate_from_columns(row["id"], row) for row in rows]
-
-
-def last_interaction(principal: Principal | None) -> datetime | None:
-    """R9: the later of their last session and their newest fact's verification.
-
-    Scoped like the index it reads (project, principal, status,
-    last_verified_at): one index probe, not an aggregate over the principal's rows.
-    """
-    if principal is None:
-        return None
-    newest_fact = Fact.objects.filter(
-        project_id=principal.project_id, principal=principal, status="active"
-    ).aggregate(m=Max("last_verified_at"))["m"]
-    seen = [t for t in (principal.last_seen_at, newest_fact) if t is not None]
-    return max(seen) if seen else None
+    block._state.adding = False
+    block._state.db = connection.alias
+    facts = _to_candidates(row[8:] for row in rows if row[8] is not None)
+    return block, sorted(facts, key=lambda c: c.fact_id)
 
 
 # --- The retrieval log for people (console and governance API) -------------

@@ -69,15 +69,28 @@ def retrieve(
     embedded = time.perf_counter()
 
     with transaction.atomic():
-        principal = (
-            Principal.objects.get_or_create(project=agent.project, external_id=request.principal)[0]
-            if request.principal
+        # The principal, R9's input and the project-fact cache's generation, in one read.
+        header = selectors.retrieval_header(agent.project, request.principal)
+        principal = header.principal
+        if request.principal and principal is None:
+            principal = Principal.objects.get_or_create(project=agent.project, external_id=request.principal)[
+                0
+            ]
+        # The row lock orders the rounds of one session, so two rounds cannot
+        # both compute and cache its start block. A session this round creates
+        # is stored with its R9 mode, which the first computation would set anyway.
+        session = (
+            open_session(
+                agent,
+                request.session,
+                principal,
+                lock=True,
+                mode=rules.session_mode(header.last_interaction, now, version.policy),
+            )
+            if request.session
             else None
         )
-        # The row lock orders the rounds of one session, so two rounds cannot
-        # both compute and cache its start block.
-        session = open_session(agent, request.session, principal, lock=True) if request.session else None
-        result = _decide(agent, version, principal, session, request, query_vector, now)
+        result = _decide(agent, version, principal, session, request, query_vector, now, header)
         planned = time.perf_counter()
         # The event is append-only, so its timings are what is known before it
         # is written: embedding the query, then fetching and deciding.
@@ -109,6 +122,7 @@ def _decide(
     request: RetrieveRequest,
     query_vector: list[float] | None,
     now: datetime,
+    header: selectors.RetrievalHeader,
 ) -> Retrieval:
     """Reuse the session's start block when R12 allows it, else compute (and cache) it."""
     policy = version.policy
@@ -122,7 +136,14 @@ def _decide(
         if reuse is not None:
             plan = rules.plan_retrieval(
                 selectors.candidates(
-                    agent.project, principal, session, policy, query_vector, now=now, session_start=False
+                    agent.project,
+                    principal,
+                    session,
+                    policy,
+                    query_vector,
+                    now=now,
+                    session_start=False,
+                    facts_generation=header.facts_generation,
                 ),
                 policy,
                 now=now,
@@ -147,9 +168,16 @@ def _decide(
     # again later in the session must agree with the rounds before it.
     mode = session.mode if session is not None and session.mode else None
     if mode is None:
-        mode = rules.session_mode(selectors.last_interaction(principal), now, policy)
+        mode = rules.session_mode(header.last_interaction, now, policy)
     candidates = selectors.candidates(
-        agent.project, principal, session, policy, query_vector, now=now, session_start=True
+        agent.project,
+        principal,
+        session,
+        policy,
+        query_vector,
+        now=now,
+        session_start=True,
+        facts_generation=header.facts_generation,
     )
     hint, hint_session_id = _resume_hint(agent, principal, session, now) if mode == "resume" else (None, None)
     plan = rules.plan_retrieval(

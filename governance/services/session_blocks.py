@@ -56,17 +56,6 @@ def _drop(lookup: str, ids: Iterable[int]) -> int:
     return deleted
 
 
-def _lookup(
-    session: Session, principal: Principal | None, identity_verified: bool, version: PolicyVersion
-) -> SessionBlock | None:
-    return SessionBlock.objects.filter(
-        session=session,
-        principal=principal,
-        identity_verified=identity_verified,
-        policy_version=version,
-    ).first()
-
-
 def reusable(
     session: Session,
     principal: Principal | None,
@@ -77,14 +66,16 @@ def reusable(
 ) -> tuple[Reuse | None, str]:
     """The block to reuse for this round, or None and why it must be computed.
 
-    One indexed query for the block and one by primary key for its facts,
+    One statement reads the block by its key and its facts by primary key,
     scoped to this project and principal (R1): a fact that moved out of scope
     is simply not found and counts as ineligible.
     """
-    block = _lookup(session, principal, identity_verified, version)
+    block, block_facts = selectors.cached_block(
+        session, principal, identity_verified=identity_verified, version=version
+    )
     if block is None:
         return None, "No session-start block was cached for this person, identity state and policy version."
-    found = {c.fact_id: c for c in selectors.block_facts(session.project, principal, block.fact_ids)}
+    found = {c.fact_id: c for c in block_facts}
     policy = version.policy
     facts: list[rules.Candidate] = []
     for fact_id in block.fact_ids:

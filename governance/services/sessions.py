@@ -38,7 +38,7 @@ class SessionError(Exception):
 
 
 def open_session(
-    agent: Agent, external_id: str, principal: Principal | None, *, lock: bool = False
+    agent: Agent, external_id: str, principal: Principal | None, *, lock: bool = False, mode: str = ""
 ) -> Session:
     """The agent's session ``external_id``, created on first use and bound to ``principal`` for good.
 
@@ -46,7 +46,8 @@ def open_session(
     only), from the moment it is created: using it later with another
     principal, or without one once it is bound, is refused. ``lock`` takes the
     session's row lock, for callers that change what hangs off it (slots, the
-    cached blocks, its end).
+    cached blocks, its end). ``mode`` is stored on a session this call creates
+    (a retrieval's R9 mode, saving the UPDATE its first computation would send).
     """
     problem = identifier_problem(external_id, "session id")
     if problem:
@@ -55,7 +56,9 @@ def open_session(
     session = sessions.filter(agent=agent, external_id=external_id).first()
     created = False
     if session is None:
-        session = Session(project=agent.project, agent=agent, principal=principal, external_id=external_id)
+        session = Session(
+            project=agent.project, agent=agent, principal=principal, external_id=external_id, mode=mode
+        )
         # A row this transaction inserted is locked by it, as ``lock`` asks.
         created = _insert_unless_taken(session)
         if not created:

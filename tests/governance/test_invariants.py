@@ -15,6 +15,10 @@ from the database and without the product's own retrieval rules, that:
 - every injected fact is ``selected`` in the event (R14);
 - the context fits the budget (R11);
 
+with project facts served from the process cache (selectors/retrievals.py)
+whenever their generation allows, including after statuses changed by plain
+UPDATEs that no service saw;
+
 and after every session use, that a session stays bound to the principal it
 was created with (R12's session model).
 
@@ -86,7 +90,7 @@ ATTACKS = st.sampled_from(
 _serial = count()
 # What the runs exercised, so the test fails if the machine stops reaching the
 # interesting states (a property test that never injects anything proves nothing).
-STATS = {"retrievals": 0, "principal_items": 0, "cached_rounds": 0, "refused_sessions": 0}
+STATS = {"retrievals": 0, "principal_items": 0, "project_items": 0, "cached_rounds": 0, "refused_sessions": 0}
 
 
 def statement_for(principal: str | None, key: str | None, value: str, attack: str) -> str:
@@ -284,6 +288,15 @@ class GovernanceMachine(RuleBasedStateMachine):
         with contextlib.suppress(fact_service.FactStateError):
             fact_service.change_authority(fact, authority=authority, user=self.reviewer, reason="re-rated")
 
+    @rule(fact_id=facts, status=st.sampled_from(["superseded", "expired"]))
+    def change_behind_the_services(self, fact_id: int | None, status: str) -> None:
+        """An active fact ended by a plain UPDATE (an operator's SQL): retrieval keeps project
+        facts in process memory, and no path may leave it serving the old state. (Withdrawal
+        needs its tombstone, so it stays with the services.)"""
+        if fact_id is None:
+            return
+        Fact.objects.filter(pk=fact_id, status="active").update(status=status)
+
     @rule(days=st.sampled_from([1, 10, 40]))
     def time_passes(self, days: int) -> None:
         self.offset += timedelta(days=days)
@@ -390,6 +403,7 @@ class GovernanceMachine(RuleBasedStateMachine):
         STATS["retrievals"] += 1
         STATS["cached_rounds"] += int(result.cached)
         STATS["principal_items"] += sum(1 for item in result.selected if not item.is_project_fact)
+        STATS["project_items"] += sum(1 for item in result.selected if item.is_project_fact)
         self.check_retrieval(agent, event, result, principal, identity)
 
     # --- the invariants, checked from the database ----------------------------------
@@ -465,4 +479,5 @@ def test_governance_invariants_hold_under_any_sequence_of_calls() -> None:
     )
     print(f"\ninvariant machine: {EXAMPLES} examples of up to {STEPS} steps; {STATS}")
     assert STATS["retrievals"] and STATS["principal_items"] and STATS["cached_rounds"], STATS
+    assert STATS["project_items"], STATS
     assert STATS["refused_sessions"], STATS

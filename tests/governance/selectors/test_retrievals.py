@@ -107,7 +107,7 @@ def test_facts_past_their_validity_or_below_the_floor_are_not_nearest_neighbours
     assert low.pk not in {c.fact_id for c in later} and ended.pk not in {c.fact_id for c in later}
 
 
-def test_last_interaction_is_one_probe_of_the_principals_active_facts(
+def test_the_header_reads_principal_newest_verification_and_generation_in_one_statement(
     project: Project, people: dict[str, Any], django_assert_num_queries: Any
 ) -> None:
     alice = people["alice"]
@@ -116,5 +116,124 @@ def test_last_interaction_is_one_probe_of_the_principals_active_facts(
     # Newer, but not active: it says nothing about when Alice was last heard from.
     FactFactory(project=project, principal=alice, status="rejected", source_observed_at=timezone.now())
     with django_assert_num_queries(1):
-        seen = selectors.last_interaction(alice)
-    assert seen == newest
+        header = selectors.retrieval_header(project, "alice")
+    assert header.principal is not None and header.principal.pk == alice.pk
+    assert header.newest_verified == newest and header.last_interaction == newest
+    # The project's facts were written (people fixture): the generation has moved off 0.
+    assert header.facts_generation > 0
+    nobody = selectors.retrieval_header(project, "carol")
+    assert nobody.principal is None and nobody.last_interaction is None
+    assert nobody.facts_generation == header.facts_generation
+
+
+def test_every_change_to_a_project_fact_moves_the_generation_and_no_other_does(
+    project: Project, people: dict[str, Any]
+) -> None:
+    def generation() -> int:
+        return selectors.retrieval_header(project, None).facts_generation
+
+    seen = [generation()]
+    fact = cast(Fact, FactFactory(project=project, kind="project_fact", statement="Office closes at 6"))
+    seen.append(generation())
+    Fact.objects.filter(pk=fact.pk).update(status="withdrawn")
+    seen.append(generation())
+    Fact.objects.filter(pk=fact.pk).update(authority=2)
+    seen.append(generation())
+    assert len(set(seen)) == len(seen), seen
+    FactFactory(project=project, principal=people["alice"], statement="Alice likes tea")
+    Fact.objects.filter(principal=people["alice"]).update(authority=3)
+    assert generation() == seen[-1]
+
+
+def test_a_rolled_back_change_leaves_no_generation_a_later_state_takes_again(project: Project) -> None:
+    from django.db import transaction
+
+    fact = cast(Fact, FactFactory(project=project, kind="project_fact", statement="Office closes at 6"))
+    with transaction.atomic():
+        Fact.objects.filter(pk=fact.pk).update(status="withdrawn")
+        rolled_back = selectors.retrieval_header(project, None).facts_generation
+        transaction.set_rollback(True)
+    Fact.objects.filter(pk=fact.pk).update(authority=2)
+    assert selectors.retrieval_header(project, None).facts_generation != rolled_back
+
+
+@pytest.mark.parametrize("session_start", [True, False])
+@pytest.mark.parametrize("who", ["alice", None])
+def test_cached_project_facts_give_the_candidates_the_one_statement_gives(
+    project: Project, people: dict[str, Any], session_start: bool, who: str | None
+) -> None:
+    now = people["now"]
+    for n, (kind, status, axis) in enumerate(
+        [
+            ("project_fact", "active", 0),
+            ("episodic", "active", 1),
+            ("episodic", "active", 0),
+            ("episodic", "superseded", 0),
+            ("incident", "active", 3),
+            ("episodic", "withdrawn", 2),
+        ]
+    ):
+        FactFactory(
+            project=project,
+            kind=kind,
+            status=status,
+            statement=f"Project note {n}",
+            embedding=unit(axis, 0.2 * n),
+            authority=1 if n == 4 else 4,
+        )
+    FactFactory(project=project, kind="project_fact", statement="No vector yet")
+    principal = people["alice"] if who else None
+    generation = selectors.retrieval_header(project, who).facts_generation
+    for query in (unit(0, 0.3), None):
+        plain = selectors.candidates(
+            project, principal, None, POLICY, query, now=now, session_start=session_start
+        )
+        cached = selectors.candidates(
+            project,
+            principal,
+            None,
+            POLICY,
+            query,
+            now=now,
+            session_start=session_start,
+            facts_generation=generation,
+        )
+        assert [c.fact_id for c in cached] == [c.fact_id for c in plain]
+        for a, b in zip(cached, plain, strict=True):
+            assert a.relevance == pytest.approx(b.relevance, abs=1e-6)
+            assert a == type(a)(**{**vars(b), "relevance": a.relevance})
+
+
+def test_the_cache_reads_the_project_facts_once_per_generation(
+    project: Project, people: dict[str, Any], django_assert_num_queries: Any
+) -> None:
+    alice, now = people["alice"], people["now"]
+    generation = selectors.retrieval_header(project, "alice").facts_generation
+    with django_assert_num_queries(2):  # the project's facts, then the principal's rows
+        selectors.candidates(
+            project, alice, None, POLICY, unit(0), now=now, session_start=True, facts_generation=generation
+        )
+    with django_assert_num_queries(1):
+        selectors.candidates(
+            project, alice, None, POLICY, unit(0), now=now, session_start=True, facts_generation=generation
+        )
+    with django_assert_num_queries(0):  # nobody named: project memory only, all of it cached
+        selectors.candidates(
+            project, None, None, POLICY, unit(0), now=now, session_start=True, facts_generation=generation
+        )
+
+
+def test_project_facts_read_under_a_narrower_scope_are_not_kept(
+    project: Project, people: dict[str, Any]
+) -> None:
+    from governance import rls
+
+    generation = selectors.retrieval_header(project, None).facts_generation
+    # Row-level security may hide rows from such a read: nobody else may be handed them.
+    with rls.scope(rls.projects([project.pk + 1000])):
+        selectors.project_facts(project.pk, generation)
+    assert (project.pk, generation) not in selectors._project_facts
+    with rls.scope(rls.projects([project.pk])):
+        kept = selectors.project_facts(project.pk, generation)
+    assert selectors._project_facts[(project.pk, generation)] is kept
+    assert [row[0] for row in kept.rows] == [people["facts"]["project"].pk]

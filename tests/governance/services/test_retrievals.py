@@ -84,3 +84,36 @@ def test_feedback_names_only_what_the_retrieval_gave_and_is_stored_once(support_
     with pytest.raises(retrievals.FeedbackError) as twice:
         retrievals.record_feedback(support_bot.agent, event, used=[], wrong=[])
     assert twice.value.conflict is True
+
+
+def test_a_withdrawn_or_superseded_project_fact_is_never_served_from_the_cache(
+    support_bot, config_bot, remembered
+):
+    from governance.models import Fact
+    from governance.services import facts as fact_service
+
+    def served(session: str, principal: str | None) -> set[int]:
+        _event, result = retrievals.retrieve(
+            support_bot.agent,
+            RetrieveRequest(principal=principal, session=session, query="", round=1, identity_verified=True),
+        )
+        return {item.fact_id for item in result.selected}
+
+    hours = config_bot.write(
+        "Support hours are 9 to 5", principal=None, kind="project_fact", key="support_hours", source="config"
+    )["fact"]["id"]
+    # Both the person's retrieval and a project-only one have the project's facts cached now.
+    assert {remembered["office"], hours} <= served("warm-1", "alice")
+    assert {remembered["office"], hours} <= served("warm-2", None)
+
+    fact_service.withdraw_fact(Fact.objects.get(pk=remembered["office"]), reason="closed", actor="user:x")
+    assert remembered["office"] not in served("after-1", "alice")
+    assert remembered["office"] not in served("after-2", None)
+
+    newer = config_bot.write(
+        "Support hours are 8 to 4", principal=None, kind="project_fact", key="support_hours", source="config"
+    )["fact"]["id"]
+    assert Fact.objects.get(pk=hours).status == "superseded"
+    for session, principal in (("after-3", "alice"), ("after-4", None)):
+        selected = served(session, principal)
+        assert hours not in selected and newer in selected

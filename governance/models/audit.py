@@ -12,7 +12,7 @@ from governance.models.projects import Project
 # An UPDATE of an audit entry the append-only trigger lets through: sealing,
 # and nothing else. The row was unsealed (no sequence, no hashes), only the
 # three sealing columns change, and it comes through the database function
-# governance_seal_audit_entries (migration 0037), which alone sets the flag
+# governance_seal_audit_entries (migration 0038), which alone sets the flag
 # that governance_audit_sealing() reads, and runs as the owner role: the
 # application role's own UPDATE is refused, even with the flag set.
 SEALING = (

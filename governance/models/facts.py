@@ -236,7 +236,7 @@ class ProjectFactsGeneration(models.Model):
 
     Retrieval keeps a project's facts in process memory under this number
     (selectors/retrievals.py) and reads it on every retrieval in a statement it
-    makes anyway. A database trigger on the fact table (migration 0037) sets it
+    makes anyway. A database trigger on the fact table (migration 0039) sets it
     from a sequence in the transaction of the change itself, so no service can
     forget it and a rolled-back change never leaves a number that recurs.
     A project none of whose facts changed since the trigger came has no row:

@@ -261,7 +261,7 @@ def candidates(
 # Every retrieval in a project sees its principal-less facts, so reading them
 # each time repeats the same rows. They are kept here under the project's
 # facts generation, which a trigger moves in the transaction of every change
-# to any of them (migration 0037) and which every retrieval reads afresh
+# to any of them (migration 0039) and which every retrieval reads afresh
 # (``retrieval_header``): a changed, withdrawn or superseded project fact has
 # a new generation before anyone can see the change, so the old rows are never
 # served again. Eligibility, distances and order are worked out per retrieval,

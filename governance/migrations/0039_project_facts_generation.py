@@ -53,7 +53,7 @@ DROP SEQUENCE governance_project_facts_generation_seq;
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("governance", "0036_events_naming_a_fact"),
+        ("governance", "0038_audit_sealed_in_batches"),
     ]
 
     operations = [

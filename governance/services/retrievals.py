@@ -129,22 +129,26 @@ def _decide(
     note = ""
     # What reviewers said about pairs of this person's facts that may contradict each other.
     rulings = conflicts.rulings_for(agent.project, principal)
+
+    def candidates(*, session_start: bool) -> list[rules.Candidate]:
+        return selectors.candidates(
+            agent.project,
+            principal,
+            session,
+            policy,
+            query_vector,
+            now=now,
+            session_start=session_start,
+            facts_generation=header.facts_generation,
+        )
+
     if session is not None and request.round > 1:
         reuse, note = session_blocks.reusable(
             session, principal, identity_verified=request.identity_verified, version=version, now=now
         )
         if reuse is not None:
             plan = rules.plan_retrieval(
-                selectors.candidates(
-                    agent.project,
-                    principal,
-                    session,
-                    policy,
-                    query_vector,
-                    now=now,
-                    session_start=False,
-                    facts_generation=header.facts_generation,
-                ),
+                candidates(session_start=False),
                 policy,
                 now=now,
                 mode=reuse.block.mode,
@@ -169,19 +173,10 @@ def _decide(
     mode = session.mode if session is not None and session.mode else None
     if mode is None:
         mode = rules.session_mode(header.last_interaction, now, policy)
-    candidates = selectors.candidates(
-        agent.project,
-        principal,
-        session,
-        policy,
-        query_vector,
-        now=now,
-        session_start=True,
-        facts_generation=header.facts_generation,
-    )
+    start_candidates = candidates(session_start=True)
     hint, hint_session_id = _resume_hint(agent, principal, session, now) if mode == "resume" else (None, None)
     plan = rules.plan_retrieval(
-        candidates,
+        start_candidates,
         policy,
         now=now,
         mode=mode,

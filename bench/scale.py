@@ -240,7 +240,7 @@ def seed(facts: int, events: int, writes: int, rng: random.Random) -> dict[str, 
     copy_facts = f"COPY governance_fact ({', '.join(columns)}) FROM STDIN"
     # The row-history trigger would fire once per copied row (most of the load
     # time); it is skipped here and the same insert rows are written after in
-    # one set-based statement (_fact_history), so replay and the console see history.
+    # one set-based statement (_insert_history), so replay and the console see history.
     with raw.cursor() as cursor:
         cursor.execute("SET session_replication_role = replica")
     with raw.cursor() as cursor, cursor.copy(copy_facts) as copy:
@@ -256,7 +256,7 @@ def seed(facts: int, events: int, writes: int, rng: random.Random) -> dict[str, 
                 total += 1
     with raw.cursor() as cursor:
         cursor.execute("SET session_replication_role = origin")
-        _fact_history(cursor)
+        _insert_history(cursor, Fact, "recorded_at")
     print(
         f"  {total:,} facts for {len(sizes):,} principals in {time.perf_counter() - started:.0f} s",
         flush=True,
@@ -264,6 +264,11 @@ def seed(facts: int, events: int, writes: int, rng: random.Random) -> dict[str, 
 
     with connection.cursor() as cursor:
         write_columns = [str(f.column) for f in Write._meta.concrete_fields if f.column != "id"]
+        # Triggers off here too: every row's history trigger updates the one
+        # pghistory context row of this transaction, and the dead versions it
+        # leaves make each next update slower (200 k writes ran for over 15
+        # minutes). The history rows are written set-based afterwards.
+        cursor.execute("SET session_replication_role = replica")
         cursor.execute(
             f"""
             INSERT INTO governance_write ({", ".join(write_columns)})
@@ -272,7 +277,10 @@ def seed(facts: int, events: int, writes: int, rng: random.Random) -> dict[str, 
             """,
             [writes],
         )
-        print(f"  {cursor.rowcount:,} writes", flush=True)
+        count = cursor.rowcount
+        cursor.execute("SET session_replication_role = origin")
+        _insert_history(cursor, Write, "created_at")
+        print(f"  {count:,} writes", flush=True)
         if events:
             _seed_events(cursor, agents[0], events)
         if not _candidate_rows(cursor):
@@ -299,22 +307,21 @@ def seed(facts: int, events: int, writes: int, rng: random.Random) -> dict[str, 
     }
 
 
-def _fact_history(cursor: Any) -> None:
-    """The 'insert' history row the skipped trigger would have written for every copied fact."""
-    from governance.models import Fact
-
-    event: Any = Fact.pgh_event_model  # type: ignore[attr-defined]  # added by pghistory.track at runtime
-    special = {"pgh_created_at": "f.recorded_at", "pgh_label": "'insert'", "pgh_obj_id": "f.id"}
+def _insert_history(cursor: Any, model: Any, created: str) -> None:
+    """The 'insert' history row the skipped trigger would have written for every seeded row."""
+    event: Any = model.pgh_event_model  # added by pghistory.track at runtime
+    table = model._meta.db_table
+    special = {"pgh_created_at": f"r.{created}", "pgh_label": "'insert'", "pgh_obj_id": "r.id"}
     columns = [
         str(f.column)
         for f in event._meta.concrete_fields
         if f.column not in ("pgh_id", "pgh_context", "pgh_context_id")
     ]
-    values = ", ".join(special.get(c, f"f.{c}") for c in columns)
+    values = ", ".join(special.get(c, f"r.{c}") for c in columns)
     cursor.execute(
         f"INSERT INTO {event._meta.db_table} ({', '.join(columns)}) "
-        f"SELECT {values} FROM governance_fact f "
-        f"WHERE NOT EXISTS (SELECT 1 FROM {event._meta.db_table} h WHERE h.pgh_obj_id = f.id)"
+        f"SELECT {values} FROM {table} r "
+        f"WHERE NOT EXISTS (SELECT 1 FROM {event._meta.db_table} h WHERE h.pgh_obj_id = r.id)"
     )
 
 

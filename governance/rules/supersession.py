@@ -149,6 +149,6 @@ def supersede_reason(source_type: str, source_ref: str, key: str | None, old: In
     if supersession_rule(source_type, old) == "R7":
         return f"Current configuration ({source_ref}) replaces the project fact for '{key}'."
     return (
-        f"{source_label(source_type).capitalize()} ({source_ref}) gives a different value for '{key}' "
+        f"Evidence from {source_label(source_type)} ({source_ref}) gives a different value for '{key}' "
         f"with authority at least the old fact's ({old.authority})."
     )

@@ -19,6 +19,11 @@ register = template.Library()
 _TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d")
 
 
+# How the services record a decision the rules made by themselves (``decided_by``, actors).
+AUTOMATIC_RULE_PREFIX = "rule:"
+AUTOMATIC_RULE = "an automatic rule"
+
+
 @register.filter
 def label(code: object, vocabulary: str) -> SafeString | str:
     if code is None or code == "":
@@ -63,6 +68,9 @@ def readable(value: object) -> str:
         parts = [f"{label_for('field', str(k)).text}: {readable(v)}" for k, v in value.items()]
         return "; ".join(parts) if parts else "none"
     text = str(value)
+    if text.startswith(AUTOMATIC_RULE_PREFIX):
+        # Who decided, recorded as a rule's code ("rule:R6"): people read what it means.
+        return AUTOMATIC_RULE
     if _TIMESTAMP.match(text):
         # One date format on every page: minutes, UTC, as the console's tables show them.
         return text[:16].replace("T", " ")
@@ -73,8 +81,8 @@ def readable(value: object) -> str:
 def actor(value: object) -> SafeString | str:
     """Who acted, in words: an automatic rule reads as such, not as its code."""
     text = str(value or "")
-    if text.startswith("rule:"):
+    if text.startswith(AUTOMATIC_RULE_PREFIX):
         return format_html(
-            '<abbr title="{}">an automatic rule</abbr>', "Decided automatically by the memory rules"
+            '<abbr title="{}">{}</abbr>', "Decided automatically by the memory rules", AUTOMATIC_RULE
         )
     return text

@@ -77,6 +77,9 @@ def test_reasons_and_details_are_plain_words() -> None:
         "replaces the person's own words without a reviewer."
     )
     assert "R6" not in supersede_reason("user_statement", "chat:1", "city", old())
+    assert supersede_reason("user_statement", "chat:1", "city", old()).startswith(
+        "Evidence from the person's own words (chat:1) gives a different value for 'city'"
+    )
     assert supersession_rule("config", old(project=True)) == "R7"
     assert supersession_rule("user_statement", old()) == "R6"
     assert quote("x" * 100) == "x" * 77 + "..."

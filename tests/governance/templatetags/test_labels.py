@@ -37,4 +37,6 @@ def test_recorded_values_read_without_python_literals() -> None:
 
 def test_an_automatic_rule_is_not_shown_by_its_number() -> None:
     assert "R6" not in str(actor("rule:R6"))
+    assert readable("rule:R6") == "an automatic rule"
+    assert readable({"decided_by": "rule:R7"}).endswith(": an automatic rule")
     assert actor("user:riley") == "user:riley"

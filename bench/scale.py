@@ -606,9 +606,10 @@ def measure_embedding(n: int) -> dict[str, Any]:
 
 def explain_round1(agent: Any, person: str) -> str:
     """EXPLAIN ANALYZE of every SELECT one round-1 retrieval sends for this principal."""
-    from django.db import connection
+    from django.db import connection, transaction
     from django.test.utils import CaptureQueriesContext
 
+    from governance import rls
     from governance.services import retrievals as service
 
     with CaptureQueriesContext(connection) as captured:
@@ -620,7 +621,12 @@ def explain_round1(agent: Any, person: str) -> str:
         sql = query["sql"]
         lines.append(f"-- {query['time']} s: {sql[:300]}{'...' if len(sql) > 300 else ''}")
         if sql.lstrip("( ").upper().startswith("SELECT") and "governance_fact" in sql:
-            with connection.cursor() as cursor:
+            # Under the agent's project scope, as the retrieval ran it: without one,
+            # row-level security leaves no rows and the plan shows nothing of the work.
+            # Set by hand: governance.rls applies a scope only to the statements it
+            # recognises as reading a table, and EXPLAIN is not one of them.
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute("SELECT set_config(%s, %s, true)", [rls.SETTING, str(agent.project_id)])
                 cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS) {sql}")
                 lines += ["   " + row[0] for row in cursor.fetchall()]
         lines.append("")

@@ -376,6 +376,8 @@ def _similar_by_text(writes: list[Write], exclude: dict[int, Fact | None]) -> di
     scopes = Q()
     for w in writes:
         scopes |= Q(project_id=w.project_id, principal_id=w.principal_id)
+    # The pool is scored on its statements alone; only the few facts shown are
+    # read whole (a page of ten people read 3,000 whole facts to show 30).
     pool = (
         Fact.objects.filter(scopes, status="active")
         .exclude(statement="")
@@ -387,26 +389,30 @@ def _similar_by_text(writes: list[Write], exclude: dict[int, Fact | None]) -> di
             )
         )
         .filter(nth__lte=TEXT_POOL_PER_PRINCIPAL)
-        .defer("embedding")
+        .values_list("pk", "project_id", "principal_id", "statement")
     )
-    by_scope: dict[tuple[int, int | None], list[Fact]] = {}
-    for fact in pool:
-        by_scope.setdefault((fact.project_id, fact.principal_id), []).append(fact)
-    # Each text is prepared once: writes of one person share their pool.
-    prepared = {fact.pk: Lexical.of(fact.statement) for facts in by_scope.values() for fact in facts}
-    out: dict[int, list[SimilarFact]] = {}
+    by_scope: dict[tuple[int, int | None], list[tuple[int, Lexical]]] = {}
+    for fact_id, project_id, principal_id, text in pool:
+        # Each text is prepared once: writes of one person share their pool.
+        by_scope.setdefault((project_id, principal_id), []).append((fact_id, Lexical.of(text)))
+    chosen: dict[int, list[tuple[int, float]]] = {}
     for w in writes:
         skip = {w.fact_id, getattr(exclude.get(w.pk), "pk", None)}
         statement = Lexical.of(w.statement)
         scored = [
-            SimilarFact(fact, statement.similarity(prepared[fact.pk]), "text")
-            for fact in by_scope.get((w.project_id, w.principal_id), [])
-            if fact.pk not in skip
+            (fact_id, statement.similarity(prepared))
+            for fact_id, prepared in by_scope.get((w.project_id, w.principal_id), [])
+            if fact_id not in skip
         ]
-        best = sorted((s for s in scored if s.score >= SIMILAR_MIN), key=lambda s: (-s.score, -s.fact.pk))
+        best = sorted((p for p in scored if p[1] >= SIMILAR_MIN), key=lambda p: (-p[1], -p[0]))
         if best:
-            out[w.pk] = best[:SIMILAR_LIMIT]
-    return out
+            chosen[w.pk] = best[:SIMILAR_LIMIT]
+    shown = {fact_id for pairs in chosen.values() for fact_id, _ in pairs}
+    facts = Fact.objects.defer("embedding").in_bulk(shown)
+    return {
+        write_id: [SimilarFact(facts[fact_id], score, "text") for fact_id, score in pairs if fact_id in facts]
+        for write_id, pairs in chosen.items()
+    }
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,8 +19,16 @@ from memoryadmin import routers
 def _stream(
     projects: QuerySet[Any], filters: audit_selectors.HistoryFilters, fmt: str, read: routers.ReplicaRead
 ) -> Iterator[bytes]:
-    with routers.reading_from_replica(read):
-        yield from _lines(projects, filters, fmt)
+    # The replica decision holds around each chunk's reads, not across a
+    # yield: between chunks the code that runs is the server's, and its reads
+    # are not the export's.
+    chunks = _lines(projects, filters, fmt)
+    while True:
+        with routers.reading_from_replica(read):
+            chunk = next(chunks, None)
+        if chunk is None:
+            return
+        yield chunk
 
 
 def _lines(projects: QuerySet[Any], filters: audit_selectors.HistoryFilters, fmt: str) -> Iterator[bytes]:
@@ -48,8 +57,15 @@ def export_response(
     # is a long scan of old rows. The response names how fresh that copy was.
     with routers.reading_from_replica() as read:
         pass
+    stream = _stream(projects, filters, fmt, read)
+    # The first chunk is read here, in the view: a database lost before any
+    # row goes out answers like any other page (503, try again), where the
+    # server would otherwise have sent a 500 or a 200 with an empty file. One
+    # lost later cuts the transfer without its last chunk, which every HTTP
+    # client reports as an incomplete download.
+    first = next(stream, b"")
     response = StreamingHttpResponse(
-        _stream(projects, filters, fmt, read), content_type=export_rules.CONTENT_TYPES[fmt]
+        itertools.chain((first,), stream), content_type=export_rules.CONTENT_TYPES[fmt]
     )
     if read.from_replica:
         response[routers.READ_FROM_HEADER] = read.header()

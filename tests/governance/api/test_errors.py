@@ -27,7 +27,7 @@ from governance.api.errors import DATABASE_RETRY_AFTER_SECONDS
 from governance.models import Write
 from tests.governance.database_helpers import connection_params, end_session
 from tests.governance.review_helpers import PENDING, propose
-from tests.personas import PASSWORD, AgentPersona, retrieve_body, write_body
+from tests.personas import PASSWORD, AgentPersona, retrieve_body, token_client, write_body
 
 # Every session ended needs committed rows to come back to, and a second connection to end it from.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -157,6 +157,37 @@ def test_a_review_decision_answers_a_plain_503_whichever_statement_loses_the_dat
     )
 
     assert wrong_answers(answers, {302}, console_unavailable) == []
+
+
+def streamed_whole(response: Any) -> Any:
+    """The response, its streamed body read to the end inside the request's statements."""
+    if response.streaming:
+        response.whole = b"".join(response.streaming_content)
+    return response
+
+
+def test_the_audit_export_answers_503_whichever_statement_loses_the_database(
+    auditor: User, support_bot: AgentPersona
+) -> None:
+    # Before any row is sent: a 503 to try again, not a 500 or a 200 with an empty file.
+    propose(support_bot, "Prefers tea.")
+    api = token_client(auditor)
+    api.raise_request_exception = False
+    console = Client(raise_request_exception=False)
+    console.force_login(auditor)
+
+    api_answers = answers_with_each_statement_lost(
+        lambda _: streamed_whole(api.get("/api/v1/admin/audit/export", {"format": "jsonl"}))
+    )
+    console_answers = answers_with_each_statement_lost(
+        lambda _: streamed_whole(console.get("/history/export", {"format": "csv"}))
+    )
+
+    assert wrong_answers(api_answers, {200}, api_unavailable) == []
+    assert wrong_answers(console_answers, {200}, console_unavailable) == []
+    # What a successful answer carried once the database was back: the whole history.
+    complete = streamed_whole(api.get("/api/v1/admin/audit/export", {"format": "jsonl"}))
+    assert b'"action":"write.' in complete.whole
 
 
 def test_signing_in_answers_a_plain_503_whichever_statement_loses_the_database(reviewer: User) -> None:

@@ -38,7 +38,11 @@ def embed_fact(fact_id: int) -> bool:
 
 
 def embed_facts(fact_ids: Sequence[int]) -> list[int]:
-    """``embed_fact`` for many facts with one model call (a batch of writes); the ids stored."""
+    """``embed_fact`` for many facts with one model call (a batch of writes); the ids stored.
+
+    A fact whose write stored the guard's vector as its own
+    (``fact_vector_from_guard``) is only confirmed: no model call for it.
+    """
     facts = list(
         Fact.objects.filter(pk__in=fact_ids, embedded_at__isnull=True, status__in=EMBEDDABLE)
         .exclude(statement="")
@@ -46,13 +50,21 @@ def embed_facts(fact_ids: Sequence[int]) -> list[int]:
     )
     if not facts:
         return []
-    for fact in facts:
+    owed = [fact for fact in facts if fact.embedding is None]
+    for fact in owed:
         logger.info("Embedding fact %s.", fact.pk)
-    vectors = get_provider().embed([fact.statement for fact in facts])
-    return [fact.pk for fact, vector in zip(facts, vectors, strict=True) if _store(fact, vector)]
+    vectors = dict(
+        zip(
+            [f.pk for f in owed],
+            get_provider().embed([f.statement for f in owed]) if owed else [],
+            strict=True,
+        )
+    )
+    return [fact.pk for fact in facts if _store(fact, vectors.get(fact.pk))]
 
 
-def _store(fact: Fact, vector: list[float]) -> bool:
+def _store(fact: Fact, vector: list[float] | None) -> bool:
+    """Store ``vector`` (None: confirm the one the write stored) unless the fact changed meanwhile."""
     with transaction.atomic():
         locked = Fact.objects.select_for_update().filter(pk=fact.pk).first()
         if (
@@ -63,7 +75,12 @@ def _store(fact: Fact, vector: list[float]) -> bool:
             return False
         if locked.status not in EMBEDDABLE or not locked.statement:
             return False
-        Fact.objects.filter(pk=fact.pk).update(embedding=vector, embedded_at=timezone.now())
+        if vector is None and locked.embedding is None:
+            return False  # an edit took the write's vector away: the edit's own task embeds it
+        changes: dict[str, object] = {"embedded_at": timezone.now()}
+        if vector is not None:
+            changes["embedding"] = vector
+        Fact.objects.filter(pk=fact.pk).update(**changes)
     # Operators (and the fault tests) count these lines: one per fact, however
     # often its task was delivered.
     logger.info("Stored the embedding of fact %s.", fact.pk)
@@ -97,6 +114,25 @@ def facts_missing_embeddings(
         .order_by("id")
         .values_list("id", flat=True)[:limit]
     )
+
+
+def fact_vector_from_guard(statement: str, guard_vector: Sequence[float] | None) -> list[float] | None:
+    """The guard's vector as the new fact's own embedding, when it is the very one the worker would compute.
+
+    That holds when retrieval embeds with the guard's model and the guard read
+    the statement as written (``semantic_text`` changed nothing: no look-alike
+    letters folded, no spacing squeezed, not cut short). The write stores it
+    with the row; the embedding task then confirms it without a second run of
+    the model on the same text, which on this machine cost the worker as much
+    CPU as the rest of the write. The row stays the outbox: ``embedded_at``
+    is still NULL until that task (or the sweep) has run, and it is that task
+    which starts the similarity check (``tasks.embed_fact``).
+    """
+    if guard_vector is None or _guard_provider() is not get_provider():
+        return None
+    if semantic_text(statement) != statement:
+        return None
+    return list(guard_vector)
 
 
 def _guard_provider() -> EmbeddingProvider:

@@ -26,7 +26,7 @@ from governance.rules.provenance import ref_problem
 from governance.rules.text import near_duplicate, normalise_statement, statement_fingerprint
 from governance.rules.tokens import count_tokens
 from governance.services import audit, conflicts
-from governance.services.embeddings import guard_embedding, guard_embeddings
+from governance.services.embeddings import fact_vector_from_guard, guard_embedding, guard_embeddings
 from governance.services.facts import (
     corroborate_fact,
     enqueue_embedding,
@@ -480,6 +480,7 @@ def _submit(
             pk=seen.fact_id,
             status="pending_review" if late_for else outcome,
             policy_encoding=policy.encoding,
+            embedding=fact_vector_from_guard(request.statement, embedding),
         )
         if not supersedes:
             write.fact.save(force_insert=True)
@@ -809,8 +810,14 @@ def _new_fact(
     pk: int,
     status: str,
     policy_encoding: str,
+    embedding: list[float] | None = None,
 ) -> Fact:
-    """The write's fact, not yet saved: its id is allocated, so the write can name it first."""
+    """The write's fact, not yet saved: its id is allocated, so the write can name it first.
+
+    ``embedding``, when the guard's vector is the fact's own, goes in with the
+    row, and the worker's task after commit only confirms it (``embedded_at``)
+    and starts the similarity check, without running the model again.
+    """
     return Fact(
         pk=pk,
         project=agent.project,
@@ -835,4 +842,5 @@ def _new_fact(
         statement_digest=statement_digest(write.statement),
         fingerprint=write.fingerprint,
         derived_from_retrieval=write.derived_from_retrieval,
+        embedding=embedding,
     )

@@ -9,8 +9,11 @@ import pytest
 from django.utils import timezone
 
 from governance import tasks
+from governance.context import actor_scope
+from governance.embeddings import get_provider
 from governance.models import Fact
 from governance.services.embeddings import facts_missing_embeddings
+from governance.services.writes import WriteRequest, submit_write
 from tests.personas import FactFactory
 
 pytestmark = pytest.mark.django_db
@@ -70,3 +73,73 @@ def test_a_batch_task_embeds_its_facts_in_one_model_call_and_skips_what_is_not_o
     vectors = [Fact.objects.get(pk=f.pk).embedding for f in owed]
     assert [len(v) if v is not None else 0 for v in vectors] == [384, 384, 384]
     assert [caplog.text.count(f"Stored the embedding of fact {f.pk}.") for f in owed] == [1, 1, 1]
+
+
+@pytest.mark.model
+def test_a_written_fact_keeps_the_guards_vector_when_it_is_the_one_the_worker_would_compute(
+    support_bot, django_capture_on_commit_callbacks, caplog
+):
+    with (
+        actor_scope(f"agent:{support_bot.agent.slug}"),
+        caplog.at_level(logging.INFO, logger="governance.services.embeddings"),
+        django_capture_on_commit_callbacks(execute=False) as after_commit,
+    ):
+        plain = submit_write(support_bot.agent, _request("Prefers window seats on trains"))
+        # The guard reads this one with its spacing squeezed: its vector is not the statement's own.
+        squeezed = submit_write(support_bot.agent, _request("Prefers  aisle seats on planes", ref="c:2"))
+
+    # In with the row, though still owed its task: the row is the outbox.
+    kept = Fact.objects.get(pk=plain.fact_id)
+    assert kept.embedding is not None and kept.embedded_at is None
+    assert Fact.objects.get(pk=squeezed.fact_id).embedding is None
+    written = list(kept.embedding)
+
+    with caplog.at_level(logging.INFO, logger="governance.services.embeddings"):
+        for callback in after_commit:
+            callback()
+
+    kept.refresh_from_db()
+    owed = Fact.objects.get(pk=squeezed.fact_id)
+    assert kept.embedded_at is not None and list(kept.embedding) == written
+    assert owed.embedded_at is not None
+    # The model ran for the squeezed statement only, and each vector is what it gives for the text as written.
+    assert f"Embedding fact {owed.pk}." in caplog.text
+    assert f"Embedding fact {kept.pk}." not in caplog.text
+    for fact in (kept, owed):
+        [own] = get_provider().embed([fact.statement])
+        assert max(abs(a - b) for a, b in zip(fact.embedding, own, strict=True)) < 1e-5
+
+
+def test_the_guards_vector_is_not_the_facts_when_retrieval_embeds_with_another_model(monkeypatch):
+    from types import SimpleNamespace
+
+    from governance import embeddings
+    from governance.services import embeddings as service
+
+    vector = (0.1,) * 384
+    assert service.fact_vector_from_guard("Prefers tea", vector) == list(vector)
+    assert service.fact_vector_from_guard("Prefers  tea", vector) is None
+    assert service.fact_vector_from_guard("Prefers tea", None) is None
+    http = embeddings.provider_from_settings(
+        SimpleNamespace(
+            EMBEDDING_PROVIDER="openai",
+            EMBEDDING_DIMENSIONS=384,
+            EMBEDDING_API_BASE="http://127.0.0.1:9/v1",
+            EMBEDDING_API_KEY="test-key",
+            EMBEDDING_MODEL="text-embedding-3-small",
+        )
+    )
+    monkeypatch.setattr(embeddings, "_provider", http)
+    assert service.fact_vector_from_guard("Prefers tea", vector) is None
+
+
+def _request(statement: str, ref: str = "c:1") -> WriteRequest:
+    return WriteRequest(
+        principal="alice",
+        kind="preference",
+        key=None,
+        statement=statement,
+        source_type="user_statement",
+        source_ref=ref,
+        source_observed_at=timezone.now(),
+    )

@@ -158,6 +158,7 @@ def apply_scope(
 
 
 _SET = "SELECT set_config(%s, %s, true);"
+_PREFIXABLE = frozenset({"SELECT", "INSERT", "UPDATE", "DELETE", "WITH"})
 
 
 def _may_prefix(sql: str, params: Any, many: bool, context: dict[str, Any]) -> bool:
@@ -165,14 +166,17 @@ def _may_prefix(sql: str, params: Any, many: bool, context: dict[str, Any]) -> b
 
     Only with client-side binding (Django's default for psycopg 3, which sends
     one simple query), positional parameters (without any, a literal % in the
-    statement must stay as written), one execution, and an unnamed cursor
-    (a named one wraps the statement in DECLARE).
+    statement must stay as written), one execution, an unnamed cursor (a named
+    one wraps the statement in DECLARE), and a plain read or change (not COPY
+    or DECLARE, which keep a protocol of their own).
     """
     from psycopg import ClientCursor
 
     cursor = getattr(context.get("cursor"), "cursor", None)
+    first = sql.lstrip(" (\n\t").split(None, 1)[0].upper()
     return (
-        not many
+        first in _PREFIXABLE
+        and not many
         and isinstance(params, list | tuple)
         and isinstance(cursor, ClientCursor)
         and not getattr(cursor, "name", None)

@@ -13,7 +13,10 @@ does), migrates it, creates one project with one agent, and then:
   fingerprint) and counts those of a 500-write batch;
 - times ``--writes`` sequential ``submit_write`` calls (preferences of 50
   people, each a new fact; the guard's embedding included) on this fresh
-  database, then the same count again under cProfile, printing its top entries;
+  database, the same count with the guard's vectors precomputed (with where
+  that wall time went: this process and its database server process, each on
+  a CPU and waiting for one), then the same count again under cProfile,
+  printing its top entries;
 - times ``submit_batch`` with 500 new writes, ``--batches`` times.
 """
 
@@ -124,23 +127,54 @@ def list_statements(agent: Any) -> None:
     print(f"\n## batch of 500 new writes: {len(ctx.captured_queries)} statements", flush=True)
 
 
+def _schedstat(pid: int | str) -> tuple[float, float] | None:
+    """Milliseconds a thread has run on a CPU and waited for one (Linux /proc), or None."""
+    try:
+        run, wait, _ = Path(f"/proc/{pid}/schedstat").read_text().split()
+    except (OSError, ValueError):
+        return None
+    return int(run) / 1e6, int(wait) / 1e6
+
+
+# Where the wall time of the last ``sequential`` run went, per write (ms).
+SPLIT: dict[str, float] = {}
+
+
 def sequential(agent: Any, n: int, tag: str, *, precomputed: bool = False) -> tuple[float, float]:
     """Writes per second (wall) and this process's CPU milliseconds per write.
 
     ``precomputed``: the guard's vectors are computed first, in one model call,
     and handed in (as submit_batch does), so the figure is the write path
     itself, the model excluded; on a shared machine the model's time swings
-    with the load far more than the rest.
+    with the load far more than the rest. ``SPLIT`` then says where the wall
+    time went: this thread and the database server's process for this
+    connection, each on a CPU and waiting for one (the rest is I/O, mostly the
+    commit's WAL flush, and the socket).
     """
+    from django.db import connection
+
     from governance.services import writes as service
     from governance.services.embeddings import guard_embeddings
 
     requests = [request(i, tag=tag) for i in range(n)]
     vectors: list[Any] = guard_embeddings([r.statement for r in requests]) if precomputed else [...] * n
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        backend = cursor.fetchone()[0]
+    mine, server = _schedstat("thread-self"), _schedstat(backend)
     began, cpu = time.perf_counter(), time.process_time()
     for req, vector in zip(requests, vectors, strict=True):
         service.submit_write(agent, req, guard_vector=vector)
-    return n / (time.perf_counter() - began), (time.process_time() - cpu) / n * 1000
+    wall = time.perf_counter() - began
+    mine_after, server_after = _schedstat("thread-self"), _schedstat(backend)
+    SPLIT.clear()
+    SPLIT["wall"] = wall / n * 1000
+    if mine and server and mine_after and server_after:
+        SPLIT["client on a CPU"] = (mine_after[0] - mine[0]) / n
+        SPLIT["client waiting for a CPU"] = (mine_after[1] - mine[1]) / n
+        SPLIT["server on a CPU"] = (server_after[0] - server[0]) / n
+        SPLIT["server waiting for a CPU"] = (server_after[1] - server[1]) / n
+    return n / wall, (time.process_time() - cpu) / n * 1000
 
 
 def batches(agent: Any, count: int, profile: cProfile.Profile | None = None) -> list[float]:
@@ -210,6 +244,7 @@ def main() -> None:
             return
         rate, cpu_ms = sequential(agent, args.writes, "seq")
         bare, bare_cpu_ms = sequential(agent, args.writes, "bare", precomputed=True)
+        split = ", ".join(f"{k} {v:.2f}" for k, v in SPLIT.items())
         profile = cProfile.Profile()
         profile.enable()
         profiled, _ = sequential(agent, args.writes, "prof")
@@ -226,6 +261,7 @@ def main() -> None:
     print(f"guard embedding alone: {model_ms:.2f} ms per statement")
     print(f"sequential submit_write: {rate:.1f} writes/s, {cpu_ms:.1f} ms CPU each ({args.writes} writes)")
     print(f"  the guard's vectors precomputed: {bare:.1f} writes/s, {bare_cpu_ms:.1f} ms CPU per write")
+    print(f"  where its time went, ms per write: {split}")
     print(f"  under cProfile: {profiled:.1f} writes/s")
     print("batch of 500: " + ", ".join(f"{r:.0f}" for r in rates) + " facts/s")
 

@@ -143,9 +143,44 @@ def apply_scope(
                 raw.execute("SELECT set_config(%s, %s, true)", [SETTING, value])
                 return execute(sql, params, many, context)
         if getattr(connection, "rls_applied", None) != value:
-            raw.execute("SELECT set_config(%s, %s, true)", [SETTING, value])
+            if _may_prefix(sql, params, many, context):
+                # Sent ahead of the statement in the same query string: one
+                # round trip instead of two, and PostgreSQL runs the two in
+                # order in this transaction, so the statement sees the setting.
+                result = execute(f"{_SET} {sql}", [SETTING, value, *params], many, context)
+                while context["cursor"].nextset():
+                    pass  # the statement's own result is the last one
+                connection.rls_applied = value
+                return result
+            raw.execute(_SET, [SETTING, value])
             connection.rls_applied = value
     return execute(sql, params, many, context)
+
+
+_SET = "SELECT set_config(%s, %s, true);"
+_PREFIXABLE = frozenset({"SELECT", "INSERT", "UPDATE", "DELETE", "WITH"})
+
+
+def _may_prefix(sql: str, params: Any, many: bool, context: dict[str, Any]) -> bool:
+    """Whether the setting can travel in front of ``sql`` in one query string.
+
+    Only with client-side binding (Django's default for psycopg 3, which sends
+    one simple query), positional parameters (without any, a literal % in the
+    statement must stay as written), one execution, an unnamed cursor (a named
+    one wraps the statement in DECLARE), and a plain read or change (not COPY
+    or DECLARE, which keep a protocol of their own).
+    """
+    from psycopg import ClientCursor
+
+    cursor = getattr(context.get("cursor"), "cursor", None)
+    first = sql.lstrip(" (\n\t").split(None, 1)[0].upper()
+    return (
+        first in _PREFIXABLE
+        and not many
+        and isinstance(params, list | tuple)
+        and isinstance(cursor, ClientCursor)
+        and not getattr(cursor, "name", None)
+    )
 
 
 def install(connection: Any, **_: Any) -> None:

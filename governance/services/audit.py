@@ -20,7 +20,10 @@ their place in it. How an entry is hashed, and what breaks a chain, is
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypedDict, Unpack
@@ -83,8 +86,36 @@ def record_sealed(
     return entry
 
 
+# Chains whose sealing waits for the end of a ``one_seal_per_chain`` block.
+_held_seals: ContextVar[set[int | None] | None] = ContextVar("governance_held_seals", default=None)
+
+
+@contextlib.contextmanager
+def one_seal_per_chain() -> Iterator[None]:
+    """Inside one transaction, queue one seal per chain for the whole block instead of one per
+    entry (a batch of writes: 500 hand-offs to the broker were a fifth of its time).
+
+    The seals are queued at the end of the block, outside any savepoint opened in it, so an
+    entry whose savepoint was rolled back leaves at most a seal that finds nothing to do.
+    """
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("one_seal_per_chain belongs inside the transaction whose entries it seals.")
+    held: set[int | None] = set()
+    token = _held_seals.set(held)
+    try:
+        yield
+    finally:
+        _held_seals.reset(token)
+    for project_id in sorted(held, key=lambda p: p or 0):
+        seal_after_commit(project_id)
+
+
 def seal_after_commit(project_id: int | None) -> None:
     """Queue the sealing of ``project_id``'s chain for when this transaction commits."""
+    held = _held_seals.get()
+    if held is not None:
+        held.add(project_id)
+        return
     # One task per entry, not one per transaction: a task that finds its entry
     # sealed by an earlier one costs three short statements, and a callback
     # list shared across savepoints is not ours to deduplicate.

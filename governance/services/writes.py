@@ -15,8 +15,9 @@ from types import EllipsisType
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, connection, models, transaction
 from django.db.models import Max
+from django.db.models.sql import InsertQuery
 from django.utils import timezone
 
 from governance.models import Agent, Fact, Principal, RetrievalEvent, Session, Write
@@ -233,7 +234,14 @@ def submit_batch(agent: Agent, requests: Sequence[WriteRequest]) -> list[BatchOu
     # Only principals of writes that stayed: a refused write's savepoint takes
     # back a principal it created.
     principals: dict[str, Principal] = {}
-    with transaction.atomic():
+    with transaction.atomic(), audit.one_seal_per_chain():
+        # The batch's principals that exist already, in one read instead of one each.
+        named = {r.principal for r in requests if r.principal is not None}
+        if named:
+            principals.update(
+                (p.external_id, p)
+                for p in Principal.objects.filter(project=agent.project, external_id__in=named)
+            )
         for request, vector in zip(requests, vectors, strict=True):
             try:
                 write = submit_write(
@@ -283,7 +291,13 @@ def _submit(
     policy = agent.active_policy.policy
     now = now or timezone.now()
 
-    principal = (principals or {}).get(request.principal or "") or _principal(agent, request.principal)
+    principal = (principals or {}).get(request.principal or "")
+    # A write without a key or a session needs its principal only for the look-ups,
+    # which read it themselves (one round trip fewer); the others lock by it first.
+    read_principal = principal is None and request.principal is not None
+    read_principal = read_principal and not request.key and not request.session
+    if principal is None and not read_principal:
+        principal = _principal(agent, request.principal)
     try:
         # A slot write locks the session so it cannot slip in while end_session
         # (which holds the same lock) is ending the session's slots.
@@ -313,11 +327,16 @@ def _submit(
         agent,
         request,
         principal_id=principal.pk if principal else None,
+        principal_external_id=request.principal if read_principal else None,
         session_id=slot_session.pk if slot_session else None,
         fingerprint=fingerprint,
         now=now,
         duplicates=corroborate and current is None and not request.key,
     )
+    if read_principal:
+        # First mention: created now, as _principal would have before the look-ups
+        # (which found nothing of a principal that did not exist).
+        principal = seen.principal or _principal(agent, request.principal)
 
     context = guard.GuardContext(
         source_caps=supersession_rules.effective_caps(project.source_caps),
@@ -373,6 +392,7 @@ def _submit(
     )
 
     supersedes: list[Fact] = []
+    fact_pending = False  # the write's new fact, not yet inserted
     # The active fact is newer than this observation: the write goes into history behind it.
     late_for: Fact | None = None
     corroborated: Fact | None = None
@@ -482,7 +502,9 @@ def _submit(
             policy_encoding=policy.encoding,
             embedding=fact_vector_from_guard(request.statement, embedding),
         )
-        if not supersedes:
+        # Saved below, with the write when nothing comes between them.
+        fact_pending = not supersedes and late_for is None
+        if not supersedes and late_for is not None:
             write.fact.save(force_insert=True)
     if corroborated is not None:
         write.corroborated = write.fact = corroborated
@@ -510,6 +532,34 @@ def _submit(
     # The 201 body is complete here (the ids were allocated with the look-ups),
     # so it goes in with the row instead of an UPDATE after it.
     write.response = write_response(write, supersedes=[f.pk for f in supersedes])
+    entry_data = {
+        "outcome": outcome,
+        "checks": sorted({f["check"] for f in findings}),
+        "fact": write.fact.pk if write.fact else None,
+        "supersedes": [f.pk for f in supersedes],
+        "corroborates": corroborated.pk if corroborated else None,
+        "statement_digest": statement_digest(request.statement),
+    }
+    # Uncertain readings to flag once the new fact is active.
+    new_fact = write.fact if corroborated is None else None
+    flags = bool(uncertain) and new_fact is not None and new_fact.status == "active"
+    if corroborated is None and not flags and after_create is None:
+        # Nothing happens between these rows but their INSERTs (the common
+        # case: a new fact, a review, a refusal): the fact, the write and its
+        # audit entry go in one statement, in the order the steps below would
+        # insert them. Each round trip is a wait for the database, which on a
+        # busy machine cost more than the statement itself (issue 13).
+        _insert_together(
+            *([write.fact] if fact_pending and write.fact is not None else []),
+            write,
+            audit.next_entry(project, "write.submitted", write, data=entry_data),
+        )
+        audit.seal_after_commit(project.pk)
+        _enqueue(write, corroborated, embed_later)
+        return write
+    if fact_pending:
+        assert write.fact is not None
+        write.fact.save(force_insert=True)
     write.save(force_insert=True)
     if corroborated is not None:
         independent = supersession_rules.is_independent_evidence(
@@ -523,32 +573,56 @@ def _submit(
             corroborated, observed_at=request.source_observed_at, write=write, independent=independent
         )
 
-    if write.fact is not None and write.fact.status == "active" and corroborated is None:
+    if flags:
+        assert write.fact is not None
         # Both stay; retrieval injects only the newer direct evidence until a
         # reviewer decides (R6, services/conflicts.py).
         for old, found in uncertain:
             conflicts.flag_possible_conflict(write.fact, old, detail=found.detail(), found_by="wording")
     if after_create is not None:
         after_create(write)
-    audit.record(
-        project,
-        "write.submitted",
-        write,
-        data={
-            "outcome": outcome,
-            "checks": sorted({f["check"] for f in findings}),
-            "fact": write.fact.pk if write.fact else None,
-            "supersedes": [f.pk for f in supersedes],
-            "corroborates": corroborated.pk if corroborated else None,
-            "statement_digest": statement_digest(request.statement),
-        },
-    )
+    audit.record(project, "write.submitted", write, data=entry_data)
+    _enqueue(write, corroborated, embed_later)
+    return write
+
+
+def _enqueue(write: Write, corroborated: Fact | None, embed_later: list[int] | None) -> None:
+    """The new fact's embedding, queued when the transaction commits (or left to the batch)."""
     if write.fact is not None and corroborated is None:
         if embed_later is None:
             enqueue_embedding(write.fact.pk)
         else:
             embed_later.append(write.fact.pk)
-    return write
+
+
+def _insert_together(*rows: models.Model) -> None:
+    """INSERT new rows of several tables in one statement, one round trip: each row's INSERT as
+    Django would issue it for ``save(force_insert=True)`` (the same columns, defaults and value
+    conversions), all but the last as data-modifying WITH clauses, which PostgreSQL runs in
+    order with their triggers. Foreign keys between them are checked at commit, as ever.
+    Nothing is returned: every row's id is known already (or, for an audit entry, unused)."""
+    statements: list[str] = []
+    params: list[Any] = []
+    for row in rows:
+        meta = row._meta
+        fields = [
+            f
+            for f in meta.local_concrete_fields
+            if not f.generated and (row.pk is not None or f is not meta.auto_field)
+        ]
+        query = InsertQuery(type(row))
+        query.insert_values(fields, [row])
+        [(sql, values)] = query.get_compiler(using=connection.alias).as_sql()
+        statements.append(sql)
+        params.extend(values)
+    *first, last = statements
+    if first:
+        last = "WITH " + ", ".join(f"inserted_{n} AS ({sql})" for n, sql in enumerate(first)) + " " + last
+    with connection.cursor() as cursor:
+        cursor.execute(last, params)
+    for row in rows:
+        row._state.adding = False
+        row._state.db = connection.alias
 
 
 def _escalate(outcome: str, findings: tuple[guard.Finding, ...]) -> str:
@@ -650,6 +724,7 @@ class Seen:
     waiting: int  # the agent's writes waiting for a reviewer
     exact_duplicate_id: int | None  # an active fact with the same fingerprint
     candidates: tuple[tuple[int, str], ...]  # newest active facts of the same slot and kind
+    principal: Principal | None = None  # read with the look-ups when asked to (None: none yet)
 
 
 def _what_the_write_meets(
@@ -661,6 +736,7 @@ def _what_the_write_meets(
     fingerprint: str,
     now: datetime,
     duplicates: bool,
+    principal_external_id: str | None = None,
 ) -> Seen:
     """Everything the guard and the duplicate check read, in one statement of scalar sub-queries.
 
@@ -669,11 +745,18 @@ def _what_the_write_meets(
     write_agent_recent_idx, write_agent_derived_idx, write_agent_waiting_idx
     and, for the duplicate look-ups, fact_principal_verified_idx. Eight round
     trips were most of a write's statements (issue 13). ``duplicates`` adds the
-    active facts an unkeyed write may repeat.
+    active facts an unkeyed write may repeat. With ``principal_external_id`` the
+    principal is read here too (principal_external_id_unique), by its external id:
+    one that does not exist yet has no facts and no tombstones, so its sub-queries
+    compare with NULL and find nothing.
     """
     project_id = agent.project_id
     digests = sorted(identifiers.value_digests(request.statement, fingerprint_key()))
-    principal_is, principal_params = _equals("f.principal_id", principal_id)
+    principal_params: list[Any] = []
+    if principal_external_id is not None:
+        principal_is = "f.principal_id = (SELECT p.id FROM p)"
+    else:
+        principal_is, principal_params = _equals("f.principal_id", principal_id)
     session_is, session_params = _equals("f.session_id", session_id)
     same_slot = (
         f"f.project_id = %s AND {principal_is} AND {session_is} AND f.kind = %s AND f.status = 'active'"
@@ -720,11 +803,30 @@ def _what_the_write_meets(
             f" FROM governance_fact f WHERE {same_slot} ORDER BY f.id DESC LIMIT {NEAR_DUPLICATE_POOL}) c)",
         ]
         params += [*slot_params, fingerprint, *slot_params]
+    with_principal = ""
+    if principal_external_id is not None:
+        with_principal = (
+            "WITH p AS (SELECT id, created_at, last_seen_at FROM governance_principal"
+            " WHERE project_id = %s AND external_id = %s) "
+        )
+        columns += ["(SELECT p.id FROM p)", "(SELECT p.created_at FROM p)", "(SELECT p.last_seen_at FROM p)"]
+        params = [project_id, principal_external_id, *params]
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {', '.join(columns)}", params)
+        cursor.execute(f"{with_principal}SELECT {', '.join(columns)}", params)
         row = cursor.fetchone()
     write_id, fact_id, rejected, tombstone_id, values, recent, derived, waiting = row[:8]
-    exact, candidates = row[8:] if duplicates else (None, None)
+    exact, candidates = row[8:10] if duplicates else (None, None)
+    principal = None
+    if principal_external_id is not None and row[-3] is not None:
+        principal = Principal(
+            pk=row[-3],
+            project=agent.project,
+            external_id=principal_external_id,
+            created_at=row[-2],
+            last_seen_at=row[-1],
+        )
+        principal._state.adding = False
+        principal._state.db = connection.alias
     return Seen(
         write_id=write_id,
         fact_id=fact_id,
@@ -736,6 +838,7 @@ def _what_the_write_meets(
         waiting=waiting,
         exact_duplicate_id=exact,
         candidates=tuple((int(pk), str(text)) for pk, text in _json(candidates)),
+        principal=principal,
     )
 
 

@@ -31,3 +31,24 @@ def test_a_session_lost_before_the_projects_are_set_raises_djangos_operational_e
             Write.objects.count()
     finally:
         connection.close()
+
+
+@pytest.mark.parametrize("params", [[0], None], ids=["sent ahead of the statement", "sent on its own"])
+def test_the_first_statement_of_a_transaction_sees_the_setting_and_answers_its_own_rows(
+    project: Project, params: list[int] | None
+) -> None:
+    # With parameters the setting travels in the statement's own query string;
+    # without, a literal % must stay as written, so it goes on its own first.
+    sql = (
+        "SELECT current_setting('memoryadmin.projects', true), '100%%',"
+        " (SELECT count(*) FROM governance_write WHERE id = %s)"
+        if params
+        else "SELECT current_setting('memoryadmin.projects', true), '100%',"
+        " (SELECT count(*) FROM governance_write WHERE id = 0)"
+    )
+    with rls.scope(rls.projects([project.pk])), transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        assert cursor.fetchall() == [(str(project.pk), "100%", 0)]
+        # Set once per transaction: the next statement goes as written.
+        cursor.execute("SELECT count(*) FROM governance_write WHERE id = %s", [0])
+        assert cursor.fetchall() == [(0,)]

@@ -140,18 +140,35 @@ def statements(bot: AgentPersona, req: WriteRequest) -> tuple[Write, list[str]]:
     return write, [q for q in sql if not q.startswith(("SAVEPOINT", "RELEASE SAVEPOINT", "BEGIN", "COMMIT"))]
 
 
-def test_a_new_fact_takes_four_statements_besides_its_audit_entry(support_bot):
+def test_a_new_fact_takes_two_statements_its_audit_entry_included(support_bot):
     submit(support_bot, request("Prefers tea", kind="preference"))
 
     write, sql = statements(support_bot, request("Prefers window seats", kind="preference", source_ref="c:2"))
 
-    # The principal, everything the guard and the duplicate check read, the fact, the
-    # write with its 201 body (no UPDATE after it).
+    # Everything the guard and the duplicate check read, the principal with it; then
+    # one statement inserting the fact, the write with its 201 body (no UPDATE after
+    # it) and the write's audit entry.
     assert write.status == "active" and write.response is not None
     assert write.response["fact"] == {"id": write.fact_id, "status": "active"}
-    assert len(sql) == 4 + AUDIT_ENTRY, sql
+    assert len(sql) == 2, sql
+    assert "governance_principal" in sql[0]
+    assert [t in sql[1] for t in ("governance_fact", "governance_write", "governance_auditentry")] == [
+        True
+    ] * 3
     assert not [q for q in sql if q.startswith("UPDATE")]
     assert Write.objects.get(pk=write.pk).response == write.response
+
+
+def test_a_principals_first_write_creates_it_after_finding_nothing_of_theirs(support_bot):
+    submit(support_bot, request("Prefers window seats", kind="preference", principal="alice"))
+
+    write = submit(support_bot, request("Prefers window seats", kind="preference", principal="bob"))
+
+    # Alice's identical fact is not Bob's: a fact of his own, about him.
+    assert write.corroborated_id is None and write.fact is not None and write.principal is not None
+    assert write.principal.external_id == "bob" and write.fact.principal_id == write.principal.pk
+    again = submit(support_bot, request("prefers window seats.", kind="preference", principal="bob"))
+    assert again.corroborated_id == write.fact_id and again.principal_id == write.principal.pk
 
 
 def test_a_repeat_corroborates_with_one_look_up_and_no_update_of_the_write(support_bot):
@@ -159,10 +176,10 @@ def test_a_repeat_corroborates_with_one_look_up_and_no_update_of_the_write(suppo
 
     write, sql = statements(support_bot, request("prefers tea.", kind="preference", source_ref="chat:2"))
 
-    # The principal, the look-ups, the repeated fact under lock, the write, the fact's
-    # new confidence; the corroboration's entry and the write's.
+    # The look-ups (the principal read with them), the repeated fact under lock, the
+    # write, the fact's new confidence; the corroboration's entry and the write's.
     assert write.corroborated_id == write.fact_id == first.fact_id
-    assert len(sql) == 5 + 2 * AUDIT_ENTRY, sql
+    assert len(sql) == 4 + 2 * AUDIT_ENTRY, sql
     assert not [q for q in sql if q.startswith('UPDATE "governance_write"')]
     stored = Write.objects.get(pk=write.pk)
     assert (stored.corroborated_id, stored.fact_id, stored.response) == (
@@ -179,10 +196,10 @@ def test_a_superseding_write_inserts_its_fact_active_after_the_old_one_steps_asi
 
     # The principal, the keyed fact under lock, the look-ups, the contradiction pool;
     # the old fact's UPDATE, the supersession, the session blocks it was in, its entry
-    # (announced on the feed); the new fact and the write; the write's entry.
+    # (announced on the feed); the new fact; the write and its entry in one statement.
     assert write.response is not None and write.response["supersedes"] == [old.fact_id]
     assert write.response["fact"] == {"id": write.fact_id, "status": "active"}
-    assert len(sql) == 4 + 3 + AUDIT_ENTRY + FEED_EVENT + 2 + AUDIT_ENTRY, sql
+    assert len(sql) == 4 + 3 + AUDIT_ENTRY + FEED_EVENT + 1 + 1, sql
     assert [q.split('"')[1] for q in sql if q.startswith("UPDATE")] == ["governance_fact"]
     assert Fact.objects.get(pk=write.fact_id).status == "active"
 
@@ -195,9 +212,10 @@ def test_a_write_for_review_counts_the_waiting_writes_with_its_look_ups(support_
         request("Lives in Rome", key="home_city", source_type="model_inference", source_ref="m:1"),
     )
 
-    # As a superseding write up to the decision, then only the fact and the write.
+    # As a superseding write up to the decision, then only the fact, the write and
+    # its entry, in one statement.
     assert write.status == "pending_review"
-    assert len(sql) == 4 + 2 + AUDIT_ENTRY, sql
+    assert len(sql) == 4 + 1, sql
 
 
 def test_the_review_queue_limit_still_refuses_a_write_that_would_wait(support_bot, settings):
@@ -217,6 +235,7 @@ def test_a_batch_queues_one_embedding_task_and_reads_each_principal_once(
     sent: list[Any] = []
     monkeypatch.setattr(tasks.embed_facts, "delay", lambda ids: sent.append(("batch", ids)))
     monkeypatch.setattr(tasks.embed_fact, "delay", lambda pk: sent.append(("one", pk)))
+    monkeypatch.setattr(tasks.seal_audit_chain, "delay", lambda pk: sent.append(("seal", pk)))
     submit(support_bot, request("Prefers tea", kind="preference"))
     sent.clear()
     batch = [
@@ -232,6 +251,7 @@ def test_a_batch_queues_one_embedding_task_and_reads_each_principal_once(
 
     facts = [o.write.fact_id for o in outcomes if o.write is not None]
     assert len(facts) == 20 and all(facts)
-    assert sent == [("batch", facts)]
+    # One hand-off to the broker for the embeddings and one for the audit chain.
+    assert sent == [("batch", facts), ("seal", support_bot.agent.project_id)]
     principal_reads = [q for q in ctx.captured_queries if 'FROM "governance_principal"' in q["sql"]]
     assert len(principal_reads) == 1

@@ -19,6 +19,7 @@ Order of work in ``plan_retrieval``:
 from __future__ import annotations
 
 import math
+import operator
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
@@ -438,6 +439,70 @@ def eligibility(
     if floor_applies and (candidate.relevance is None or candidate.relevance < policy.min_relevance):
         return "low_relevance", tier
     return None, tier
+
+
+# --- Standing: what the candidate read may leave out ----------------------
+#
+# The checks of ``eligibility`` that depend on nothing but the fact, the policy
+# and the time (status, kind, validity, authority, age), written once as data.
+# The candidate read filters with them in SQL (selectors/retrievals.py renders
+# STANDING) and the cached project facts are tested with ``stands``, so the
+# two can no longer drift apart. A fact that does not stand is excluded by
+# ``eligibility`` whatever the session; one that stands may still be excluded
+# for identity, session mode or relevance (tests/governance/rules pin both).
+
+
+@dataclass(frozen=True)
+class Condition:
+    """``column operator bound``; a NULL column passes when ``null_passes`` (an open validity end)."""
+
+    column: str  # one of CANDIDATE_COLUMNS
+    operator: str  # "=", "in", ">=", ">" or "<="
+    bound: str  # a key of ``standing_bounds``
+    null_passes: bool = False
+
+
+STANDING: tuple[Condition, ...] = (
+    Condition("status", "=", "status"),  # R2
+    Condition("kind", "in", "kinds"),
+    Condition("authority", ">=", "min_authority"),
+    Condition("valid_to", ">", "now", null_passes=True),  # R2, R8
+    Condition("valid_from", "<=", "now", null_passes=True),
+    # age_in_days(last_verified_at, now) <= confirm_days (R9), as a bound on the column.
+    Condition("last_verified_at", ">", "verified_after"),
+)
+
+_OPERATORS: dict[str, Any] = {
+    "=": operator.eq,
+    "in": lambda value, bound: value in bound,
+    ">=": operator.ge,
+    ">": operator.gt,
+    "<=": operator.le,
+}
+
+
+def standing_bounds(policy: PolicySettings, now: datetime) -> dict[str, Any]:
+    """The values STANDING's conditions compare with, for ``policy`` at ``now``."""
+    return {
+        "status": "active",
+        "kinds": list(policy.allowed_kinds),
+        "min_authority": policy.min_authority,
+        "now": now,
+        "verified_after": now - timedelta(days=policy.confirm_days + 1),
+    }
+
+
+def stands(row: Sequence[Any], positions: Mapping[str, int], bounds: Mapping[str, Any]) -> bool:
+    """Whether a fact (``row``, its columns at ``positions``) meets every STANDING condition."""
+    for condition in STANDING:
+        value = row[positions[condition.column]]
+        if value is None:
+            if condition.null_passes:
+                continue
+            return False
+        if not _OPERATORS[condition.operator](value, bounds[condition.bound]):
+            return False
+    return True
 
 
 def _round_item_reserve(policy: PolicySettings) -> int:

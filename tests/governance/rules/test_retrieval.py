@@ -791,3 +791,16 @@ def test_standing_is_eligibility_without_the_session(policy: PolicySettings) -> 
                 for verified in (True, False):
                     reason, _ = eligibility(candidate, age, policy, now=NOW, mode=mode, verified=verified)
                     assert reason is not None, (candidate, mode, verified)
+
+
+@pytest.mark.parametrize("budget", [40, 120, 400, 4000])
+@pytest.mark.parametrize("mode", ["resume", "confirm", "new"])
+def test_the_plan_counts_its_static_block_as_the_tokenizer_does(budget: int, mode: str) -> None:
+    candidates = [
+        *(fact(n, is_project_fact=n % 3 == 0, statement=f"Detail {n} " + "word " * n) for n in range(1, 12)),
+        *(snippet(100 + n, f"Snippet {n} about the weekly report") for n in range(4)),
+    ]
+    policy = replace(DEFAULTS, token_budget=budget)
+    result = plan(candidates, policy, mode=mode)
+    assert result.static_tokens == count_tokens(result.static_block, policy.encoding)
+    assert result.tokens_used == count_tokens(result.context, policy.encoding)

@@ -28,6 +28,8 @@ from governance.models import (
     SessionBlock,
 )
 from governance.models.retrievals import decode_candidates, events_naming
+from governance.models.writes import ReviewAction
+from governance.rules.contradictions import CONFLICT_REVIEW_PREFIX, NO_RULINGS, PairRulings, rulings_from
 from governance.rules.policy import BOUNDS as POLICY_BOUNDS
 from governance.rules.policy import PolicySettings
 from governance.rules.retrieval import (
@@ -203,7 +205,7 @@ def candidate_statement(parts: tuple[str, ...], scope: str, with_query: bool) ->
 
 def _vector_text(vector: Sequence[float]) -> str:
     """pgvector's text form of a vector, as its Django field would send it."""
-    return "[" + ",".join([str(float(x)) for x in vector]) + "]"
+    return "[" + ",".join(map(str, map(float, vector))) + "]"
 
 
 def candidates(
@@ -406,6 +408,8 @@ class RetrievalHeader:
     principal: Principal | None  # None: not named, or not seen before
     newest_verified: datetime | None  # the principal's newest active fact's verification (R9)
     facts_generation: int  # the project's facts generation (the project-fact cache's key)
+    # Reviewers' rulings on pairs of this principal's and the project's facts (``conflict_rulings``).
+    rulings: PairRulings = NO_RULINGS
 
     @property
     def last_interaction(self) -> datetime | None:
@@ -415,28 +419,61 @@ class RetrievalHeader:
         return max(seen) if seen else None
 
 
-_HEADER = """
+# Pairs of facts reviewers ruled on, or are asked to (services/conflicts.py opens
+# those reviews): waiting for a reviewer, or kept both. ``{project}`` and
+# ``{principal}`` are the SQL that gives their ids.
+_RULINGS_FROM = (
+    "FROM governance_write w WHERE w.project_id = {project} AND w.source_ref LIKE %(conflict_review)s"
+    " AND w.fact_id IS NOT NULL AND w.conflicts_with_id IS NOT NULL"
+    " AND (w.principal_id = {principal} OR w.principal_id IS NULL)"
+    " AND (w.status = 'pending_review' OR EXISTS (SELECT 1 FROM governance_reviewdecision d"
+    " WHERE d.write_id = w.id AND d.action = %(keep_both)s))"
+)
+_RULINGS = "SELECT w.fact_id, w.conflicts_with_id, w.status = 'pending_review' " + _RULINGS_FROM.format(
+    project="%(project)s", principal="%(principal)s"
+)
+_RULINGS_PARAMS = {
+    "conflict_review": CONFLICT_REVIEW_PREFIX.replace("\\", "\\\\").replace("%", r"\%").replace("_", r"\_")
+    + "%",
+    "keep_both": ReviewAction.KEEP_BOTH.value,
+}
+
+
+def conflict_rulings(project_id: int, principal_id: int | None) -> PairRulings:
+    """Pairs a reviewer kept both of, and pairs waiting for one (one query).
+
+    Of this principal's facts and the project's; of the project's alone without a principal.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(_RULINGS, {**_RULINGS_PARAMS, "project": project_id, "principal": principal_id})
+        return rulings_from(cursor.fetchall())
+
+
+_HEADER = f"""
 SELECT COALESCE(g.generation, 0), p.id, p.created_at, p.last_seen_at,
        (SELECT MAX(f.last_verified_at) FROM governance_fact f
-         WHERE f.project_id = x.project_id AND f.principal_id = p.id AND f.status = 'active')
-  FROM (SELECT %s::bigint AS project_id) x
+         WHERE f.project_id = x.project_id AND f.principal_id = p.id AND f.status = 'active'),
+       (SELECT array_agg(ARRAY[w.fact_id, w.conflicts_with_id, (w.status = 'pending_review')::int])
+         {_RULINGS_FROM.format(project="x.project_id", principal="p.id")})
+  FROM (SELECT %(project)s::bigint AS project_id) x
   LEFT JOIN governance_projectfactsgeneration g ON g.project_id = x.project_id
-  LEFT JOIN governance_principal p ON p.project_id = x.project_id AND p.external_id = %s
+  LEFT JOIN governance_principal p ON p.project_id = x.project_id AND p.external_id = %(external_id)s
 """
 
 
 def retrieval_header(project: Project, external_id: str | None) -> RetrievalHeader:
-    """The principal named ``external_id``, their newest verification and the project's facts generation.
+    """The principal named ``external_id``, their newest verification, the rulings and the facts generation.
 
-    One statement where three were sent (the principal, the aggregate for R9's
+    One statement where four were sent (the principal, the aggregate for R9's
     session mode through the (project, principal, status, last_verified_at)
-    index, the generation). Read inside the retrieval's transaction, before
-    its candidates: the cached project facts can be no older than the state the
-    generation names.
+    index, the generation, and the reviewers' rulings on pairs of their facts:
+    ``conflict_rulings`` for the principal the header finds, or for none).
+    Read inside the retrieval's transaction, before its candidates: the cached
+    project facts can be no older than the state the generation names.
     """
     with connection.cursor() as cursor:
-        cursor.execute(_HEADER, [project.pk, external_id])
-        generation, principal_id, created_at, last_seen_at, newest = cursor.fetchone()
+        cursor.execute(_HEADER, {**_RULINGS_PARAMS, "project": project.pk, "external_id": external_id})
+        generation, principal_id, created_at, last_seen_at, newest, rulings = cursor.fetchone()
     principal = None
     if principal_id is not None:
         assert external_id is not None
@@ -449,7 +486,12 @@ def retrieval_header(project: Project, external_id: str | None) -> RetrievalHead
         )
         principal._state.adding = False
         principal._state.db = connection.alias
-    return RetrievalHeader(principal=principal, newest_verified=newest, facts_generation=int(generation))
+    return RetrievalHeader(
+        principal=principal,
+        newest_verified=newest,
+        facts_generation=int(generation),
+        rulings=rulings_from((a, b, bool(pending)) for a, b, pending in rulings or ()),
+    )
 
 
 _BLOCK = f"""

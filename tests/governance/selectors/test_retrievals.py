@@ -303,3 +303,42 @@ def test_the_written_out_read_runs_under_the_project_scope(project: Project, peo
         assert people["facts"]["profile"].pk in read()
     with rls.scope(rls.projects([project.pk + 1000])):
         assert read() == set()
+
+
+def test_the_header_reads_the_rulings_on_the_principals_and_the_projects_pairs(
+    project: Project, people: dict[str, Any]
+) -> None:
+    from governance.models import Write
+    from governance.models.writes import ReviewDecision
+    from governance.services import conflicts
+    from tests.personas import make_user
+
+    alice, bob = people["alice"], people["bob"]
+
+    def pair(principal: Any, n: int) -> tuple[Fact, Fact]:
+        older, newer = (
+            cast(Fact, FactFactory(project=project, principal=principal, statement=f"Pair {n} part {part}"))
+            for part in (1, 2)
+        )
+        return older, newer
+
+    flagged = {}
+    cases = (("alice", alice, 1), ("bob", bob, 2), ("project", None, 3), ("kept", alice, 4))
+    for name, principal, n in cases:
+        older, newer = pair(principal, n)
+        write = conflicts.flag_possible_conflict(newer, older, detail="Test pair.", found_by="test")
+        assert write is not None
+        flagged[name] = (write, frozenset((older.pk, newer.pk)))
+    kept_write = flagged["kept"][0]
+    ReviewDecision.objects.create(
+        write=kept_write, reviewer=make_user("reviewer", None), action="keep_both", reason="Both hold."
+    )
+    Write.objects.filter(pk=kept_write.pk).update(status="active")
+
+    header = selectors.retrieval_header(project, "alice")
+    assert header.rulings == selectors.conflict_rulings(project.pk, alice.pk)
+    assert header.rulings.waiting == {flagged["alice"][1], flagged["project"][1]}
+    assert header.rulings.kept == {flagged["kept"][1]}
+    # Nobody named, or nobody known yet: the project's pairs only (R1).
+    for external_id in (None, "carol"):
+        assert selectors.retrieval_header(project, external_id).rulings.waiting == {flagged["project"][1]}

@@ -112,10 +112,11 @@ def _nearest_limit(policy: PolicySettings) -> int:
 # --- The candidate read: one statement, written out ------------------------
 #
 # Up to four parts joined by UNION ALL, each with its own order and limit
-# (``candidates`` says which). Written as SQL rather than composed through the
-# ORM on every retrieval: composing it cost about a third of a small
+# (``candidates`` says which). Written as SQL once rather than composed through
+# the ORM on every retrieval, where composing it was a large share of a small
 # principal's round. It names governance_fact, so the row-level-security
-# wrapper (governance/rls.py) sets the project scope before it like any other.
+# wrapper (governance/rls.py) sets the project scope before it like any other
+# read (tests/governance/selectors/test_retrievals.py checks it).
 
 _SQL_TESTS = {
     "=": "{column} = {bound}",
@@ -145,7 +146,7 @@ STANDING_SQL = _standing_sql()
 _COLUMNS = ", ".join(f"f.{name}" for name in ROW_FIELDS[:_DISTANCE])
 _DISTANCE_SQL = {True: "f.embedding <=> %(query)s::vector", False: "NULL::float8"}
 
-# R1: whose facts a part reads, as ``_scope_key`` names it.
+# R1: whose facts a part reads (``candidates`` picks one).
 _SCOPES = {
     "own": "f.project_id = %(project)s AND f.principal_id = %(principal)s AND f.session_id IS NULL",
     "own_and_shared": (

@@ -86,6 +86,7 @@ def retrieve(
                 principal,
                 lock=True,
                 mode=rules.session_mode(header.last_interaction, now, version.policy),
+                expect_new=request.round == 1,
             )
             if request.session
             else None

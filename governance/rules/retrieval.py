@@ -794,26 +794,31 @@ def _contradicts(snippet: str, keyed_fact: Candidate) -> bool:
 
 @dataclass(frozen=True)
 class _KeyedValue:
-    """A keyed fact's subject words and distinguishing values, worked out once per retrieval."""
+    """A keyed fact's subject words and distinguishing values, worked out once per statement and key."""
 
     subject: tuple[str, ...]
     values: frozenset[str]
 
     @classmethod
     def of(cls, fact: Candidate) -> _KeyedValue | None:
-        if not fact.key:
-            return None
-        subject = key_words(fact.key)
-        values = distinguishing_values(fact.statement, fact.key)
-        # No subject or no value: nothing to compare, it never excludes anything.
-        if not subject or not values:
-            return None
-        return cls(tuple(subject), frozenset(values))
+        return _keyed_value(fact.statement, fact.key) if fact.key else None
 
     def contradicted_by(self, snippet: str) -> bool:
         if not _mentions(self.subject, _words(snippet)):
             return False
         return not self.values & set(_tokens(snippet))
+
+
+@functools.lru_cache(maxsize=8192)
+def _keyed_value(statement: str, key: str) -> _KeyedValue | None:
+    """Cached: a principal's keyed facts come back round after round, and the
+    answer (immutable) depends on the text and key alone."""
+    subject = key_words(key)
+    values = distinguishing_values(statement, key)
+    # No subject or no value: nothing to compare, it never excludes anything.
+    if not subject or not values:
+        return None
+    return _KeyedValue(tuple(subject), frozenset(values))
 
 
 def freshness_tier(age_days: int, policy: PolicySettings) -> str:

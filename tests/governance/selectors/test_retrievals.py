@@ -342,3 +342,16 @@ def test_the_header_reads_the_rulings_on_the_principals_and_the_projects_pairs(
     # Nobody named, or nobody known yet: the project's pairs only (R1).
     for external_id in (None, "carol"):
         assert selectors.retrieval_header(project, external_id).rulings.waiting == {flagged["project"][1]}
+
+
+def test_a_policy_without_per_round_kinds_reads_them_all_as_static_memory(
+    project: Project, people: dict[str, Any]
+) -> None:
+    facts, now = people["facts"], people["now"]
+    policy = PolicySettings(per_round_kinds=())
+    found = selectors.candidates(project, people["alice"], None, policy, unit(0), now=now, session_start=True)
+    static = [c.fact_id for c in found if c.status == "active" and c.authority >= policy.min_authority]
+    # No nearest part: the episodic facts come once, as static memory, in id order.
+    for name in ("profile", "project", "near", "far"):
+        assert facts[name].pk in static, name
+    assert len(found) == len({c.fact_id for c in found})

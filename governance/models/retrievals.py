@@ -83,6 +83,7 @@ def encode_candidate(
     """
     if not ((decision == "selected" and reason is None) or (decision == "excluded" and reason in REASONS)):
         raise ValueError(f"A candidate {decision!r} with reason {reason!r} cannot be recorded.")
+    get = scores.get
     return [
         fact_id,
         reason,
@@ -92,7 +93,7 @@ def encode_candidate(
         1 if per_round else 0,
         tokens,
         # + 0.0 turns -0.0 into 0.0, which reads back from jsonb the same (the seal covers these).
-        *(round(float(scores.get(key, 0.0)), 6) + 0.0 for key in SCORE_KEYS),
+        *[round(float(get(key, 0.0)), 6) + 0.0 for key in SCORE_KEYS],
     ]
 
 

@@ -899,6 +899,19 @@ class PairRulings:
 
 NO_RULINGS = PairRulings()
 
+
+def rulings_from(pairs: Iterable[tuple[int, int, bool]]) -> PairRulings:
+    """Rulings from (fact id, conflicting fact id, still waiting for a reviewer) of each review.
+
+    A pair a reviewer kept both of once is kept, even if another review of it waits.
+    """
+    kept: set[frozenset[int]] = set()
+    waiting: set[frozenset[int]] = set()
+    for fact_id, other_id, pending in pairs:
+        (waiting if pending else kept).add(frozenset((fact_id, other_id)))
+    return PairRulings(kept=frozenset(kept), waiting=frozenset(waiting - kept))
+
+
 # How a conflict review's source reference begins: the system opened it (services/conflicts.py).
 CONFLICT_REVIEW_PREFIX = "conflict-check:"
 

@@ -31,7 +31,7 @@ so the only tag on a line is the real one at its end.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -157,27 +157,32 @@ def render_static_block(
     resume_hint: ResumeHint | str | None,
     project_items: Sequence[RenderableItem],
     principal_items: Sequence[RenderableItem],
+    *,
+    render: Callable[[RenderableItem], str] = render_item,
 ) -> str:
     """The session-start block: priority statement, mode lines, then the items.
 
     The header is rendered even with no items, so an agent meeting a new user
-    is still told to ask rather than assume.
+    is still told to ask rather than assume. ``render`` is ``render_item``, or a
+    caller's memo of its lines (retrieval's packing renders the same items many times).
     """
     lines = [PRIORITY, *mode_lines(mode, resume_hint)]
     if project_items:
         lines.append(PROJECT_HEADING)
-        lines.extend(render_item(item) for item in project_items)
+        lines.extend(render(item) for item in project_items)
     if principal_items:
         lines.append(PRINCIPAL_HEADING)
-        lines.extend(render_item(item) for item in principal_items)
+        lines.extend(render(item) for item in principal_items)
     return "\n".join(lines)
 
 
-def render_round_block(items: Sequence[RenderableItem]) -> str:
+def render_round_block(
+    items: Sequence[RenderableItem], *, render: Callable[[RenderableItem], str] = render_item
+) -> str:
     """The per-round block (R12), or ``""`` when nothing is relevant to this turn."""
     if not items:
         return ""
-    return "\n".join([ROUND_HEADING, *(render_item(item) for item in items)])
+    return "\n".join([ROUND_HEADING, *(render(item) for item in items)])
 
 
 def join_context(static_block: str, round_block: str) -> str:

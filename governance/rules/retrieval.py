@@ -18,7 +18,9 @@ Order of work in ``plan_retrieval``:
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
@@ -172,6 +174,7 @@ class RetrievalPlan:
     # Eligible candidates' fact ids, best first: the order the rules ranked them in, before
     # duplicates, conflicts and the budget took some out (the policy editor shows it).
     ranked: tuple[int, ...] = ()
+    static_tokens: int = 0  # tokens of ``static_block`` alone (the session-start block's cached count)
 
 
 def age_in_days(since: datetime, now: datetime) -> int:
@@ -315,7 +318,7 @@ def plan_retrieval(
         reasons[i] = "over_budget"
 
     line_tokens = [0] * len(candidates)
-    accepted, static_block, round_block, context, used = _pack(
+    accepted, static_block, round_block, context, used, static_used = _pack(
         taken_static,
         taken_round,
         candidates,
@@ -356,6 +359,7 @@ def plan_retrieval(
         tokens_used=used,
         token_budget=policy.token_budget,
         ranked=tuple(candidates[i].fact_id for i in ranked),
+        static_tokens=static_used,
     )
 
 
@@ -440,6 +444,70 @@ def eligibility(
     return None, tier
 
 
+# --- Standing: what the candidate read may leave out ----------------------
+#
+# The checks of ``eligibility`` that depend on nothing but the fact, the policy
+# and the time (status, kind, validity, authority, age), written once as data.
+# The candidate read filters with them in SQL (selectors/retrievals.py renders
+# STANDING) and the cached project facts are tested with ``stands``, so the
+# two can no longer drift apart. A fact that does not stand is excluded by
+# ``eligibility`` whatever the session; one that stands may still be excluded
+# for identity, session mode or relevance (tests/governance/rules pin both).
+
+
+@dataclass(frozen=True)
+class Condition:
+    """``column operator bound``; a NULL column passes when ``null_passes`` (an open validity end)."""
+
+    column: str  # one of CANDIDATE_COLUMNS
+    operator: str  # "=", "in", ">=", ">" or "<="
+    bound: str  # a key of ``standing_bounds``
+    null_passes: bool = False
+
+
+STANDING: tuple[Condition, ...] = (
+    Condition("status", "=", "status"),  # R2
+    Condition("kind", "in", "kinds"),
+    Condition("authority", ">=", "min_authority"),
+    Condition("valid_to", ">", "now", null_passes=True),  # R2, R8
+    Condition("valid_from", "<=", "now", null_passes=True),
+    # age_in_days(last_verified_at, now) <= confirm_days (R9), as a bound on the column.
+    Condition("last_verified_at", ">", "verified_after"),
+)
+
+_OPERATORS: dict[str, Any] = {
+    "=": operator.eq,
+    "in": lambda value, bound: value in bound,
+    ">=": operator.ge,
+    ">": operator.gt,
+    "<=": operator.le,
+}
+
+
+def standing_bounds(policy: PolicySettings, now: datetime) -> dict[str, Any]:
+    """The values STANDING's conditions compare with, for ``policy`` at ``now``."""
+    return {
+        "status": "active",
+        "kinds": list(policy.allowed_kinds),
+        "min_authority": policy.min_authority,
+        "now": now,
+        "verified_after": now - timedelta(days=policy.confirm_days + 1),
+    }
+
+
+def stands(row: Sequence[Any], positions: Mapping[str, int], bounds: Mapping[str, Any]) -> bool:
+    """Whether a fact (``row``, its columns at ``positions``) meets every STANDING condition."""
+    for condition in STANDING:
+        value = row[positions[condition.column]]
+        if value is None:
+            if condition.null_passes:
+                continue
+            return False
+        if not _OPERATORS[condition.operator](value, bounds[condition.bound]):
+            return False
+    return True
+
+
 def _round_item_reserve(policy: PolicySettings) -> int:
     """Item slots kept free of static memory for later rounds (see ROUND_RESERVE_SHARE)."""
     if not policy.per_round_kinds and SLOT_KIND not in policy.allowed_kinds:
@@ -466,7 +534,7 @@ def _pack(
     cached_static_block: str | None,
     reasons: list[str | None],
     line_tokens: list[int],
-) -> tuple[list[int], str, str, str, int]:
+) -> tuple[list[int], str, str, str, int, int]:
     """Take items in rank order while the whole rendered context fits (R11).
 
     Static items go first and may fill the budget only up to the per-round
@@ -477,25 +545,40 @@ def _pack(
     The full context is re-rendered and re-counted for every item: token
     counts are not additive across line joins, and a sum of per-line counts
     could let the block overshoot. Marks ``over_budget`` in ``reasons`` and
-    fills ``line_tokens`` for every item it rendered.
+    fills ``line_tokens`` for every item it rendered. Returns the accepted
+    indices, the static block, round block and context, the context's tokens
+    and the static block's.
     """
     budget = policy.token_budget
     accepted: list[int] = []
+    # Each candidate's item and line are made once, not on every trial render:
+    # a trial re-renders every item accepted so far.
+    made: dict[int, SelectedItem] = {}
+    lines: dict[int, str] = {}  # id() of an item in ``made`` -> its rendered line
+
+    def item(i: int) -> SelectedItem:
+        found = made.get(i)
+        if found is None:
+            found = made[i] = _selected_item(candidates[i], ages[i], tiers[i], 0, policy)
+            lines[id(found)] = rendering.render_item(found)
+        return found
+
+    def line(rendered: rendering.RenderableItem) -> str:
+        return lines[id(rendered)]
 
     def render(indices: list[int]) -> tuple[str, str, str]:
-        items = [
-            (candidates[i], _selected_item(candidates[i], ages[i], tiers[i], 0, policy)) for i in indices
-        ]
+        items = [(candidates[i], item(i)) for i in indices]
         if cached_static_block is not None:
             static = cached_static_block
         else:
             static = rendering.render_static_block(
                 mode,
                 resume_hint,
-                [item for c, item in items if not item.per_round and c.is_project_fact],
-                [item for c, item in items if not item.per_round and not c.is_project_fact],
+                [it for c, it in items if not it.per_round and c.is_project_fact],
+                [it for c, it in items if not it.per_round and not c.is_project_fact],
+                render=line,
             )
-        round_ = rendering.render_round_block([item for _, item in items if item.per_round])
+        round_ = rendering.render_round_block([it for _, it in items if it.per_round], render=line)
         return static, round_, rendering.join_context(static, round_)
 
     static, round_, context = render([])
@@ -505,26 +588,37 @@ def _pack(
     if used > budget or cached_static_block == "":
         for i in [*static_ranked, *round_ranked]:
             reasons[i] = "over_budget"
-        return [], "", "", "", 0
+        return [], "", "", "", 0, 0
 
-    static_budget = budget - _round_token_reserve(policy)
-    for ranked, limit in ((static_ranked, static_budget), (round_ranked, budget)):
+    def take(ranked: list[int], limit: int) -> None:
+        nonlocal static, round_, context, used
         for position, i in enumerate(ranked):
             trial = render([*accepted, i])
             trial_used = count_tokens(trial[2], policy.encoding)
-            line_tokens[i] = count_tokens(
-                rendering.render_item(_selected_item(candidates[i], ages[i], tiers[i], 0, policy)),
-                policy.encoding,
-            )
+            line_tokens[i] = line_token_count(lines[id(item(i))], policy.encoding)
             if trial_used > limit:
                 # R11: stop at the first item that does not fit; a smaller,
                 # lower-ranked item never jumps the queue.
                 for j in ranked[position:]:
                     reasons[j] = "over_budget"
-                break
+                return
             accepted.append(i)
             (static, round_, context), used = trial, trial_used
-    return accepted, static, round_, context, used
+
+    take(static_ranked, budget - _round_token_reserve(policy))
+    # No round item yet: the context is the static block alone, and its count is the block's.
+    static_used = used
+    take(round_ranked, budget)
+    return accepted, static, round_, context, used, static_used
+
+
+@functools.lru_cache(maxsize=8192)
+def line_token_count(line: str, encoding: str) -> int:
+    """``count_tokens`` of one rendered item line, remembered: a fact's line recurs round after round.
+
+    Bounded: a line is one statement (at most a few thousand characters) and its tag.
+    """
+    return count_tokens(line, encoding)
 
 
 def _selected_item(
@@ -700,26 +794,31 @@ def _contradicts(snippet: str, keyed_fact: Candidate) -> bool:
 
 @dataclass(frozen=True)
 class _KeyedValue:
-    """A keyed fact's subject words and distinguishing values, worked out once per retrieval."""
+    """A keyed fact's subject words and distinguishing values, worked out once per statement and key."""
 
     subject: tuple[str, ...]
     values: frozenset[str]
 
     @classmethod
     def of(cls, fact: Candidate) -> _KeyedValue | None:
-        if not fact.key:
-            return None
-        subject = key_words(fact.key)
-        values = distinguishing_values(fact.statement, fact.key)
-        # No subject or no value: nothing to compare, it never excludes anything.
-        if not subject or not values:
-            return None
-        return cls(tuple(subject), frozenset(values))
+        return _keyed_value(fact.statement, fact.key) if fact.key else None
 
     def contradicted_by(self, snippet: str) -> bool:
         if not _mentions(self.subject, _words(snippet)):
             return False
         return not self.values & set(_tokens(snippet))
+
+
+@functools.lru_cache(maxsize=8192)
+def _keyed_value(statement: str, key: str) -> _KeyedValue | None:
+    """Cached: a principal's keyed facts come back round after round, and the
+    answer (immutable) depends on the text and key alone."""
+    subject = key_words(key)
+    values = distinguishing_values(statement, key)
+    # No subject or no value: nothing to compare, it never excludes anything.
+    if not subject or not values:
+        return None
+    return _KeyedValue(tuple(subject), frozenset(values))
 
 
 def freshness_tier(age_days: int, policy: PolicySettings) -> str:

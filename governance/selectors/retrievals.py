@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from typing import Any
 
 import numpy
 from django.db import connection
-from django.db.models import CharField, FloatField, Q, QuerySet, Value
-from pgvector.django import CosineDistance
+from django.db.models import Q, QuerySet
 
 from governance import rls
 from governance.models import (
@@ -28,13 +28,18 @@ from governance.models import (
     SessionBlock,
 )
 from governance.models.retrievals import decode_candidates, events_naming
+from governance.models.writes import ReviewAction
+from governance.rules.contradictions import CONFLICT_REVIEW_PREFIX, NO_RULINGS, PairRulings, rulings_from
 from governance.rules.policy import BOUNDS as POLICY_BOUNDS
 from governance.rules.policy import PolicySettings
 from governance.rules.retrieval import (
     CANDIDATE_COLUMNS,
+    STANDING,
     Candidate,
     age_in_days,
     freshness_tier,
+    standing_bounds,
+    stands,
 )
 from governance.selectors import cursors
 from governance.selectors.facts import active_memories
@@ -48,46 +53,6 @@ NEAREST_LIMIT_MIN = 50
 CANDIDATE_FIELDS = ("id", *CANDIDATE_COLUMNS)
 
 
-def _scope(project: Project, principal: Principal | None, *, project_facts: bool = True) -> Q:
-    """R1: this principal's facts and the project's principal-less facts, nothing else.
-
-    Without ``project_facts`` only the principal's (the project's come from
-    the process cache); nothing at all without a principal either.
-    """
-    own = Q(project=project, principal=principal, session__isnull=True) if principal is not None else None
-    if not project_facts:
-        return own if own is not None else Q(pk__in=[])
-    shared = Q(project=project, principal__isnull=True, session__isnull=True)
-    return shared | own if own is not None else shared
-
-
-def _with_relevance(qs: QuerySet[Fact], query_vector: Sequence[float] | None) -> QuerySet[Fact]:
-    if query_vector is None:
-        return qs.annotate(distance=Value(None, output_field=FloatField()))
-    return qs.annotate(distance=CosineDistance("embedding", list(query_vector)))
-
-
-def _eligible(policy: PolicySettings, now: datetime) -> Q:
-    """What retrieval's eligibility rule would let through on status, kind, validity, authority and age.
-
-    The same checks ``rules.retrieval.eligibility`` makes first (R2, R8, R9),
-    spelled in SQL so the database skips everything else: nearest-neighbour
-    distances are computed only over facts that could be injected. The pure
-    rule still decides every row it returns; this only narrows what it reads.
-    ``_eligible_row`` is the same test for a cached project fact: the two change together.
-    """
-    return (
-        Q(status="active", kind__in=list(policy.allowed_kinds), authority__gte=policy.min_authority)
-        & (Q(valid_to__isnull=True) | Q(valid_to__gt=now))
-        & (Q(valid_from__isnull=True) | Q(valid_from__lte=now))
-        & Q(last_verified_at__gt=now - timedelta(days=policy.confirm_days + 1))
-    )
-
-
-def _rows(qs: QuerySet[Fact], part: str) -> QuerySet[Fact, tuple[Any, ...]]:
-    return qs.annotate(part=Value(part, output_field=CharField())).values_list(*ROW_FIELDS)
-
-
 # The positions _to_candidates unpacks: a change to the columns must change it too.
 assert (
     *("id", "kind", "key", "statement", "status", "principal_id", "source_type", "source_ref"),
@@ -97,11 +62,10 @@ assert (
 # A row of the candidate read: the candidate's columns, when its status last
 # changed (the history part's order), its distance to the query, and its part.
 ROW_FIELDS = (*CANDIDATE_FIELDS, "status_changed_at", "distance", "part")
-_ID, _KIND, _STATUS, _AUTHORITY = (ROW_FIELDS.index(name) for name in ("id", "kind", "status", "authority"))
-_VALID_FROM, _VALID_TO, _VERIFIED = (
-    ROW_FIELDS.index(name) for name in ("valid_from", "valid_to", "last_verified_at")
-)
-_CHANGED, _DISTANCE, _PART = len(CANDIDATE_FIELDS), len(CANDIDATE_FIELDS) + 1, len(CANDIDATE_FIELDS) + 2
+# Where each column sits in a row (``stands`` reads a cached row by these).
+POSITIONS = {name: position for position, name in enumerate(ROW_FIELDS)}
+_ID, _KIND = POSITIONS["id"], POSITIONS["kind"]
+_CHANGED, _DISTANCE, _PART = POSITIONS["status_changed_at"], POSITIONS["distance"], POSITIONS["part"]
 
 Row = tuple[Any, ...]
 
@@ -134,30 +98,6 @@ def _to_candidates(rows: Iterable[Row]) -> list[Candidate]:
     return candidates
 
 
-def _nearest(
-    scope: Q,
-    policy: PolicySettings,
-    query_vector: Sequence[float] | None,
-    now: datetime,
-) -> QuerySet[Fact, tuple[Any, ...]] | None:
-    """Per-round kinds by similarity to this round's query, over eligible facts only.
-
-    An exact distance over the principal's scoped rows: exact, and fast at
-    this scale, where an HNSW index with a selective principal filter loses
-    recall (issue 4).
-    """
-    if not _nearest_kinds(policy) or query_vector is None:
-        return None
-    nearest = _with_relevance(
-        Fact.objects.filter(scope, _eligible(policy, now), kind__in=_nearest_kinds(policy)).filter(
-            embedding__isnull=False
-        ),
-        query_vector,
-    )
-    # "distance" comes from _with_relevance's annotate(), which django-stubs cannot follow.
-    return _rows(nearest.order_by("distance", "id"), "nearest")[: _nearest_limit(policy)]  # type: ignore[misc]
-
-
 def _nearest_kinds(policy: PolicySettings) -> list[str]:
     return [k for k in policy.per_round_kinds if k != "slot"]
 
@@ -169,35 +109,104 @@ def _nearest_limit(policy: PolicySettings) -> int:
     return max(NEAREST_LIMIT_MIN, max_items * 3)
 
 
-def _slots(
-    project: Project,
-    principal: Principal | None,
-    session: Session | None,
-    query_vector: Sequence[float] | None,
-) -> QuerySet[Fact, tuple[Any, ...]] | None:
-    if session is None or principal is None:
-        return None
-    # The principal too, not only the session: a session first seen
-    # without a principal has none pinned, and its slots must still reach
-    # only the person they are about (R1).
-    slots = Fact.objects.filter(project=project, session=session, principal=principal, kind="slot")
-    return _rows(_with_relevance(slots, query_vector).order_by("id"), "slot")
+# --- The candidate read: one statement, written out ------------------------
+#
+# Up to four parts joined by UNION ALL, each with its own order and limit
+# (``candidates`` says which). Written as SQL once rather than composed through
+# the ORM on every retrieval, where composing it was a large share of a small
+# principal's round. It names governance_fact, so the row-level-security
+# wrapper (governance/rls.py) sets the project scope before it like any other
+# read (tests/governance/selectors/test_retrievals.py checks it).
+
+_SQL_TESTS = {
+    "=": "{column} = {bound}",
+    "in": "{column} = ANY({bound})",
+    ">=": "{column} >= {bound}",
+    ">": "{column} > {bound}",
+    "<=": "{column} <= {bound}",
+}
 
 
-def _one_read(parts: Sequence[QuerySet[Fact, tuple[Any, ...]] | None]) -> list[Row]:
-    """The parts as one UNION ALL: one round trip, each part keeping its own order and limit."""
-    present = [p for p in parts if p is not None]
-    if not present:
-        return []
-    if len(present) == 1:
-        return list(present[0])
-    rows = list(present[0].union(*present[1:], all=True))
-    # A UNION ALL promises no order across its parts; the caller's order is the parts' order.
-    order = {name: position for position, name in enumerate(PART_ORDER)}
-    return sorted(rows, key=lambda row: order[row[_PART]])
+def _standing_sql() -> str:
+    """rules.retrieval.STANDING in SQL, its bounds as named parameters (``standing_bounds``' keys).
+
+    The columns whose NULL does not pass are NOT NULL in the table, so the
+    expression is never unknown and its negation is exactly what does not stand.
+    """
+    tests = []
+    for condition in STANDING:
+        column = f"f.{condition.column}"
+        test = _SQL_TESTS[condition.operator].format(column=column, bound=f"%({condition.bound})s")
+        tests.append(f"({column} IS NULL OR {test})" if condition.null_passes else test)
+    return "(" + " AND ".join(tests) + ")"
 
 
-PART_ORDER = ("static", "history", "nearest", "slot")
+STANDING_SQL = _standing_sql()
+
+_COLUMNS = ", ".join(f"f.{name}" for name in ROW_FIELDS[:_DISTANCE])
+_DISTANCE_SQL = {True: "f.embedding <=> %(query)s::vector", False: "NULL::float8"}
+
+# R1: whose facts a part reads (``candidates`` picks one).
+_SCOPES = {
+    "own": "f.project_id = %(project)s AND f.principal_id = %(principal)s AND f.session_id IS NULL",
+    "own_and_shared": (
+        "f.project_id = %(project)s AND (f.principal_id = %(principal)s OR f.principal_id IS NULL)"
+        " AND f.session_id IS NULL"
+    ),
+    "shared": "f.project_id = %(project)s AND f.principal_id IS NULL AND f.session_id IS NULL",
+}
+
+_PARTS = {
+    # Static memory that could be injected, all of it.
+    "static": (
+        "(SELECT {columns}, {distance} AS distance, 'static' AS part FROM governance_fact f"
+        " WHERE {scope} AND f.kind <> 'slot' AND {standing} AND NOT f.kind = ANY(%(per_round_kinds)s)"
+        " ORDER BY f.id)"
+    ),
+    # The newest facts that could not, so the event says why (R14).
+    "history": (
+        "(SELECT {columns}, {distance} AS distance, 'history' AS part FROM governance_fact f"
+        " WHERE {scope} AND f.kind <> 'slot' AND NOT {standing}"
+        " ORDER BY f.status_changed_at DESC, f.id DESC LIMIT %(history_limit)s)"
+    ),
+    # Per-round kinds nearest to the query, among facts that could be injected:
+    # an exact distance over the principal's scoped rows (an HNSW index with a
+    # selective principal filter loses recall, issue 4).
+    "nearest": (
+        "(SELECT {columns}, {distance} AS distance, 'nearest' AS part FROM governance_fact f"
+        " WHERE {scope} AND {standing} AND f.kind = ANY(%(nearest_kinds)s) AND f.embedding IS NOT NULL"
+        " ORDER BY distance, f.id LIMIT %(nearest_limit)s)"
+    ),
+    # This session's slots. The principal too, not only the session: a session
+    # first seen without a principal has none pinned, and its slots must still
+    # reach only the person they are about (R1).
+    "slot": (
+        "(SELECT {columns}, {distance} AS distance, 'slot' AS part FROM governance_fact f"
+        " WHERE f.project_id = %(project)s AND f.session_id = %(session)s"
+        " AND f.principal_id = %(principal)s AND f.kind = 'slot' ORDER BY f.id)"
+    ),
+}
+
+PART_ORDER = tuple(_PARTS)
+
+
+@functools.cache
+def candidate_statement(parts: tuple[str, ...], scope: str, with_query: bool) -> str:
+    """The candidate read for these parts (in PART_ORDER), scope (a key of _SCOPES) and query."""
+    return " UNION ALL ".join(
+        _PARTS[part].format(
+            columns=_COLUMNS,
+            distance=_DISTANCE_SQL[with_query],
+            scope=_SCOPES[scope],
+            standing=STANDING_SQL,
+        )
+        for part in parts
+    )
+
+
+def _vector_text(vector: Sequence[float]) -> str:
+    """pgvector's text form of a vector, as its Django field would send it."""
+    return "[" + ",".join(map(str, map(float, vector))) + "]"
 
 
 def candidates(
@@ -229,25 +238,36 @@ def candidates(
     parts are merged as the one statement would have ordered and cut them.
     """
     cached = facts_generation is not None
-    scope = _scope(project, principal, project_facts=not cached)
     read_rows = principal is not None or not cached
-    parts = [
-        _nearest(scope, policy, query_vector, now) if read_rows else None,
-        _slots(project, principal, session, query_vector),
-    ]
+    nearest_kinds = _nearest_kinds(policy)
+    parts: list[str] = []
     if session_start and read_rows:
-        base = Fact.objects.filter(scope).exclude(kind="slot")
-        eligible = _eligible(policy, now)
-        static = _with_relevance(
-            base.filter(eligible).exclude(kind__in=list(policy.per_round_kinds)), query_vector
-        )
-        history = _with_relevance(base.exclude(eligible), query_vector).order_by("-status_changed_at", "-id")
-        parts = [
-            _rows(static.order_by("id"), "static"),
-            _rows(history, "history")[:INACTIVE_HISTORY_LIMIT],
-            *parts,
-        ]
-    rows = _one_read(parts)
+        parts += ["static", "history"]
+    if read_rows and nearest_kinds and query_vector is not None:
+        parts.append("nearest")
+    if session is not None and principal is not None:
+        parts.append("slot")
+    rows: list[Row] = []
+    if parts:
+        scope = "own" if cached else "own_and_shared" if principal is not None else "shared"
+        params = {
+            **standing_bounds(policy, now),
+            "project": project.pk,
+            "principal": principal.pk if principal is not None else None,
+            "session": session.pk if session is not None else None,
+            "query": _vector_text(query_vector) if query_vector is not None else None,
+            "per_round_kinds": list(policy.per_round_kinds),
+            "nearest_kinds": nearest_kinds,
+            "history_limit": INACTIVE_HISTORY_LIMIT,
+            "nearest_limit": _nearest_limit(policy),
+        }
+        with connection.cursor() as cursor:
+            cursor.execute(candidate_statement(tuple(parts), scope, query_vector is not None), params)
+            rows = cursor.fetchall()
+        if len(parts) > 1:
+            # A UNION ALL promises no order across its parts; the caller's order is the parts' order.
+            order = {name: position for position, name in enumerate(PART_ORDER)}
+            rows.sort(key=lambda row: order[row[_PART]])
     if cached:
         assert facts_generation is not None
         rows = _merge(
@@ -333,18 +353,6 @@ def forget_project_facts() -> None:
         _project_facts.clear()
 
 
-def _eligible_row(row: Row, policy: PolicySettings, now: datetime) -> bool:
-    """``_eligible`` for one cached row."""
-    return (
-        row[_STATUS] == "active"
-        and row[_KIND] in policy.allowed_kinds
-        and row[_AUTHORITY] >= policy.min_authority
-        and (row[_VALID_TO] is None or row[_VALID_TO] > now)
-        and (row[_VALID_FROM] is None or row[_VALID_FROM] <= now)
-        and row[_VERIFIED] > now - timedelta(days=policy.confirm_days + 1)
-    )
-
-
 def _distances(facts: _ProjectFacts, query_vector: Sequence[float] | None) -> list[float | None]:
     """Cosine distance of each cached row to the query, as pgvector's ``<=>`` gives it."""
     distances: list[float | None] = [None] * len(facts.rows)
@@ -375,8 +383,9 @@ def _merge(
         parts[row[_PART]].append(row)
     nearest_kinds = set(_nearest_kinds(policy))
     per_round = set(policy.per_round_kinds)
+    bounds = standing_bounds(policy, now)
     for row, distance in zip(facts.rows, distances, strict=True):
-        eligible = _eligible_row(row, policy, now)
+        eligible = stands(row, POSITIONS, bounds)
         if eligible and row[_KIND] in nearest_kinds and distance is not None and query_vector is not None:
             parts["nearest"].append((*row, distance, "nearest"))
         if not session_start:
@@ -400,6 +409,8 @@ class RetrievalHeader:
     principal: Principal | None  # None: not named, or not seen before
     newest_verified: datetime | None  # the principal's newest active fact's verification (R9)
     facts_generation: int  # the project's facts generation (the project-fact cache's key)
+    # Reviewers' rulings on pairs of this principal's and the project's facts (``conflict_rulings``).
+    rulings: PairRulings = NO_RULINGS
 
     @property
     def last_interaction(self) -> datetime | None:
@@ -409,28 +420,61 @@ class RetrievalHeader:
         return max(seen) if seen else None
 
 
-_HEADER = """
+# Pairs of facts reviewers ruled on, or are asked to (services/conflicts.py opens
+# those reviews): waiting for a reviewer, or kept both. ``{project}`` and
+# ``{principal}`` are the SQL that gives their ids.
+_RULINGS_FROM = (
+    "FROM governance_write w WHERE w.project_id = {project} AND w.source_ref LIKE %(conflict_review)s"
+    " AND w.fact_id IS NOT NULL AND w.conflicts_with_id IS NOT NULL"
+    " AND (w.principal_id = {principal} OR w.principal_id IS NULL)"
+    " AND (w.status = 'pending_review' OR EXISTS (SELECT 1 FROM governance_reviewdecision d"
+    " WHERE d.write_id = w.id AND d.action = %(keep_both)s))"
+)
+_RULINGS = "SELECT w.fact_id, w.conflicts_with_id, w.status = 'pending_review' " + _RULINGS_FROM.format(
+    project="%(project)s", principal="%(principal)s"
+)
+_RULINGS_PARAMS = {
+    "conflict_review": CONFLICT_REVIEW_PREFIX.replace("\\", "\\\\").replace("%", r"\%").replace("_", r"\_")
+    + "%",
+    "keep_both": ReviewAction.KEEP_BOTH.value,
+}
+
+
+def conflict_rulings(project_id: int, principal_id: int | None) -> PairRulings:
+    """Pairs a reviewer kept both of, and pairs waiting for one (one query).
+
+    Of this principal's facts and the project's; of the project's alone without a principal.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(_RULINGS, {**_RULINGS_PARAMS, "project": project_id, "principal": principal_id})
+        return rulings_from(cursor.fetchall())
+
+
+_HEADER = f"""
 SELECT COALESCE(g.generation, 0), p.id, p.created_at, p.last_seen_at,
        (SELECT MAX(f.last_verified_at) FROM governance_fact f
-         WHERE f.project_id = x.project_id AND f.principal_id = p.id AND f.status = 'active')
-  FROM (SELECT %s::bigint AS project_id) x
+         WHERE f.project_id = x.project_id AND f.principal_id = p.id AND f.status = 'active'),
+       (SELECT array_agg(ARRAY[w.fact_id, w.conflicts_with_id, (w.status = 'pending_review')::int])
+         {_RULINGS_FROM.format(project="x.project_id", principal="p.id")})
+  FROM (SELECT %(project)s::bigint AS project_id) x
   LEFT JOIN governance_projectfactsgeneration g ON g.project_id = x.project_id
-  LEFT JOIN governance_principal p ON p.project_id = x.project_id AND p.external_id = %s
+  LEFT JOIN governance_principal p ON p.project_id = x.project_id AND p.external_id = %(external_id)s
 """
 
 
 def retrieval_header(project: Project, external_id: str | None) -> RetrievalHeader:
-    """The principal named ``external_id``, their newest verification and the project's facts generation.
+    """The principal named ``external_id``, their newest verification, the rulings and the facts generation.
 
-    One statement where three were sent (the principal, the aggregate for R9's
+    One statement where four were sent (the principal, the aggregate for R9's
     session mode through the (project, principal, status, last_verified_at)
-    index, the generation). Read inside the retrieval's transaction, before
-    its candidates: the cached project facts can be no older than the state the
-    generation names.
+    index, the generation, and the reviewers' rulings on pairs of their facts:
+    ``conflict_rulings`` for the principal the header finds, or for none).
+    Read inside the retrieval's transaction, before its candidates: the cached
+    project facts can be no older than the state the generation names.
     """
     with connection.cursor() as cursor:
-        cursor.execute(_HEADER, [project.pk, external_id])
-        generation, principal_id, created_at, last_seen_at, newest = cursor.fetchone()
+        cursor.execute(_HEADER, {**_RULINGS_PARAMS, "project": project.pk, "external_id": external_id})
+        generation, principal_id, created_at, last_seen_at, newest, rulings = cursor.fetchone()
     principal = None
     if principal_id is not None:
         assert external_id is not None
@@ -443,7 +487,12 @@ def retrieval_header(project: Project, external_id: str | None) -> RetrievalHead
         )
         principal._state.adding = False
         principal._state.db = connection.alias
-    return RetrievalHeader(principal=principal, newest_verified=newest, facts_generation=int(generation))
+    return RetrievalHeader(
+        principal=principal,
+        newest_verified=newest,
+        facts_generation=int(generation),
+        rulings=rulings_from((a, b, bool(pending)) for a, b, pending in rulings or ()),
+    )
 
 
 _BLOCK = f"""

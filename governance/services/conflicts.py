@@ -29,6 +29,7 @@ from pgvector.django import CosineDistance
 
 from governance.models import Fact, Principal, Project, Write
 from governance.rules import contradictions
+from governance.selectors import retrievals as retrieval_selectors
 from governance.services import audit, session_blocks
 
 logger = logging.getLogger(__name__)
@@ -101,25 +102,13 @@ def flag_possible_conflict(newer: Fact, older: Fact, *, detail: str, found_by: s
 
 
 def rulings_for(project: Project | int, principal: Principal | int | None) -> contradictions.PairRulings:
-    """Pairs a reviewer kept both of, and pairs waiting for one (one query)."""
-    rows = (
-        Write.objects.filter(
-            project=project,
-            source_ref__startswith=contradictions.CONFLICT_REVIEW_PREFIX,
-            fact__isnull=False,
-            conflicts_with__isnull=False,
-        )
-        .filter(
-            Q(principal=principal) | Q(principal__isnull=True) if principal else Q(principal__isnull=True)
-        )
-        .filter(Q(status="pending_review") | Q(decisions__action=KEEP_BOTH))
-        .values_list("fact_id", "conflicts_with_id", "status")
-    )
-    kept: set[frozenset[int]] = set()
-    waiting: set[frozenset[int]] = set()
-    for fact_id, other_id, status in rows:
-        (waiting if status == "pending_review" else kept).add(frozenset((fact_id, other_id)))
-    return contradictions.PairRulings(kept=frozenset(kept), waiting=frozenset(waiting - kept))
+    """Pairs a reviewer kept both of, and pairs waiting for one (one query).
+
+    A retrieval reads them with its header instead (``retrieval_header``), from the same SQL.
+    """
+    project_id = project.pk if isinstance(project, Project) else project
+    principal_id = principal.pk if isinstance(principal, Principal) else principal
+    return retrieval_selectors.conflict_rulings(project_id, principal_id)
 
 
 def check_similar_facts(fact_id: int) -> list[int]:

@@ -26,7 +26,7 @@ from governance.rules.rendering import ResumeHint, single_line
 from governance.rules.sessions import HINT_SOURCE, resume_hint_findings
 from governance.rules.supersession import effective_caps
 from governance.selectors import retrievals as selectors
-from governance.services import audit, checkpoints, conflicts, session_blocks
+from governance.services import audit, checkpoints, session_blocks
 from governance.services.embeddings import embed_query
 from governance.services.sessions import open_session
 
@@ -86,6 +86,7 @@ def retrieve(
                 principal,
                 lock=True,
                 mode=rules.session_mode(header.last_interaction, now, version.policy),
+                expect_new=request.round == 1,
             )
             if request.session
             else None
@@ -127,8 +128,9 @@ def _decide(
     """Reuse the session's start block when R12 allows it, else compute (and cache) it."""
     policy = version.policy
     note = ""
-    # What reviewers said about pairs of this person's facts that may contradict each other.
-    rulings = conflicts.rulings_for(agent.project, principal)
+    # What reviewers said about pairs of this person's facts that may contradict
+    # each other, read with the header (a principal this retrieval creates has none).
+    rulings = header.rulings
 
     def candidates(*, session_start: bool) -> list[rules.Candidate]:
         return selectors.candidates(

@@ -23,7 +23,6 @@ from datetime import datetime
 
 from governance.models import PolicyVersion, Principal, Session, SessionBlock
 from governance.rules import retrieval as rules
-from governance.rules.tokens import count_tokens
 from governance.selectors import retrievals as selectors
 
 # What decides a block's content, and its unique key (models/sessions.py).
@@ -115,7 +114,7 @@ def store(
         mode=mode,
         hint_session_id=hint_session_id,
         text=plan.static_block,
-        tokens=count_tokens(plan.static_block, version.policy.encoding) if plan.static_block else 0,
+        tokens=plan.static_tokens if plan.static_block else 0,
         fact_ids=[item.fact_id for item in static],
         items=[
             {"fact_id": i.fact_id, "tier": i.tier, "age_days": i.age_days, "tokens": i.tokens} for i in static

@@ -20,10 +20,13 @@ from governance.rules.retrieval import (
     RetrievalPlan,
     age_in_days,
     distinguishing_values,
+    eligibility,
     key_words,
     plan_retrieval,
     session_mode,
     share_stem,
+    standing_bounds,
+    stands,
 )
 from governance.rules.tokens import count_tokens
 
@@ -733,3 +736,71 @@ def test_an_empty_cached_block_never_lets_round_items_in_without_the_priority_st
     result = plan([snippet(9, "lunch")], cached_static_block=cached)
     assert (result.context, result.tokens_used) == ("", 0)
     assert reasons(result) == {9: "over_budget"}
+
+
+# --- standing: the part of eligibility the candidate read filters on ------
+
+_STANDING_COLUMNS = ("status", "kind", "authority", "valid_from", "valid_to", "last_verified_at")
+
+
+def _standing_row(candidate: Candidate) -> tuple[Any, ...]:
+    return tuple(getattr(candidate, name) for name in _STANDING_COLUMNS)
+
+
+def _standing_grid() -> list[Candidate]:
+    """Facts on and around every boundary STANDING draws, and random mixes of them."""
+    hour = timedelta(hours=1)
+    values: dict[str, list[Any]] = {
+        "status": ["active", "superseded", "withdrawn", "expired", "pending_review"],
+        "kind": ["profile", "episodic", "incident", "no_such_kind"],
+        "authority": [1, 2, 3, 4, 5],
+        "valid_from": [None, NOW - hour, NOW, NOW + hour],
+        "valid_to": [None, NOW - hour, NOW, NOW + hour],
+        "last_verified_at": [
+            NOW - timedelta(days=days) + shift
+            for days in (0, 1, 30, 31, 32)
+            for shift in (-hour, timedelta(0), hour)
+        ],
+    }
+    rng = random.Random(7)
+    grid = [fact(n, **{name: rng.choice(options) for name, options in values.items()}) for n in range(600)]
+    # Each value alone on the control fact, so every boundary is met on its own.
+    for name, options in values.items():
+        grid += [fact(len(grid), **{name: value}) for value in options]
+    return grid
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [DEFAULTS, replace(DEFAULTS, min_authority=1, confirm_days=1, allowed_kinds=("profile", "episodic"))],
+)
+def test_standing_is_eligibility_without_the_session(policy: PolicySettings) -> None:
+    # A project fact with full relevance meets no check that depends on the
+    # session (identity, mode, relevance floor): it is eligible exactly when it stands.
+    positions = {name: i for i, name in enumerate(_STANDING_COLUMNS)}
+    bounds = standing_bounds(policy, NOW)
+    for candidate in _standing_grid():
+        standing = stands(_standing_row(candidate), positions, bounds)
+        shared = replace(candidate, is_project_fact=True, relevance=1.0)
+        age = age_in_days(candidate.last_verified_at, NOW)
+        reason, _ = eligibility(shared, age, policy, now=NOW, mode="resume", verified=True)
+        assert standing == (reason is None), (candidate, reason)
+        if not standing:
+            # What does not stand is excluded in every session, so the read may leave it out.
+            for mode in ("resume", "confirm", "new"):
+                for verified in (True, False):
+                    reason, _ = eligibility(candidate, age, policy, now=NOW, mode=mode, verified=verified)
+                    assert reason is not None, (candidate, mode, verified)
+
+
+@pytest.mark.parametrize("budget", [40, 120, 400, 4000])
+@pytest.mark.parametrize("mode", ["resume", "confirm", "new"])
+def test_the_plan_counts_its_static_block_as_the_tokenizer_does(budget: int, mode: str) -> None:
+    candidates = [
+        *(fact(n, is_project_fact=n % 3 == 0, statement=f"Detail {n} " + "word " * n) for n in range(1, 12)),
+        *(snippet(100 + n, f"Snippet {n} about the weekly report") for n in range(4)),
+    ]
+    policy = replace(DEFAULTS, token_budget=budget)
+    result = plan(candidates, policy, mode=mode)
+    assert result.static_tokens == count_tokens(result.static_block, policy.encoding)
+    assert result.tokens_used == count_tokens(result.context, policy.encoding)

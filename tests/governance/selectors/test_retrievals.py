@@ -237,3 +237,121 @@ def test_project_facts_read_under_a_narrower_scope_are_not_kept(
         kept = selectors.project_facts(project.pk, generation)
     assert selectors._project_facts[(project.pk, generation)] is kept
     assert [row[0] for row in kept.rows] == [people["facts"]["project"].pk]
+
+
+@pytest.mark.parametrize(
+    "policy", [POLICY, PolicySettings(min_authority=1, confirm_days=1, allowed_kinds=("profile", "episodic"))]
+)
+def test_the_read_filters_with_the_standing_rule_itself(project: Project, policy: PolicySettings) -> None:
+    """The SQL the candidate read narrows with decides every stored fact as ``stands`` does."""
+    from django.db import connection
+
+    now = timezone.now()
+    hour = timedelta(hours=1)
+    for n, (status, kind, authority, valid_from, valid_to, days) in enumerate(
+        [
+            ("active", "profile", 4, None, None, 1),
+            ("superseded", "profile", 4, None, None, 1),
+            ("active", "incident", 4, None, None, 1),
+            ("active", "profile", 2, None, None, 1),
+            ("active", "profile", 1, None, None, 1),
+            ("active", "profile", 4, now + hour, None, 1),
+            ("active", "profile", 4, now - hour, now - hour / 2, 1),
+            ("active", "profile", 4, now - hour, now + hour, 1),
+            ("active", "episodic", 4, None, None, 1.9),
+            ("active", "episodic", 4, None, None, 2.1),
+            ("active", "episodic", 4, None, None, 30.9),
+            ("active", "episodic", 4, None, None, 31.1),
+            ("withdrawn", "episodic", 5, None, None, 0),
+        ]
+    ):
+        FactFactory(
+            project=project,
+            kind=kind,
+            status=status,
+            authority=authority,
+            valid_from=valid_from,
+            valid_to=valid_to,
+            source_observed_at=now - timedelta(days=days),
+            statement=f"Standing case {n}",
+        )
+    columns = ", ".join(f"f.{name}" for name in selectors.ROW_FIELDS[: selectors._DISTANCE])
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {columns}, NULL, NULL, {selectors.STANDING_SQL} FROM governance_fact f "
+            "WHERE f.project_id = %(project)s ORDER BY f.id",
+            {**selectors.standing_bounds(policy, now), "project": project.pk},
+        )
+        rows = cursor.fetchall()
+    bounds = selectors.standing_bounds(policy, now)
+    decided = [(row[0], row[-1]) for row in rows]
+    assert decided == [(row[0], selectors.stands(row, selectors.POSITIONS, bounds)) for row in rows]
+    assert {standing for _, standing in decided} == {True, False}
+
+
+def test_the_written_out_read_runs_under_the_project_scope(project: Project, people: dict[str, Any]) -> None:
+    """Row-level security scopes the raw candidate statement like any other read of facts."""
+    from governance import rls
+
+    alice, now = people["alice"], people["now"]
+
+    def read() -> set[int]:
+        found = selectors.candidates(project, alice, None, POLICY, unit(0), now=now, session_start=True)
+        return {c.fact_id for c in found}
+
+    with rls.scope(rls.projects([project.pk])):
+        assert people["facts"]["profile"].pk in read()
+    with rls.scope(rls.projects([project.pk + 1000])):
+        assert read() == set()
+
+
+def test_the_header_reads_the_rulings_on_the_principals_and_the_projects_pairs(
+    project: Project, people: dict[str, Any]
+) -> None:
+    from governance.models import Write
+    from governance.models.writes import ReviewDecision
+    from governance.services import conflicts
+    from tests.personas import make_user
+
+    alice, bob = people["alice"], people["bob"]
+
+    def pair(principal: Any, n: int) -> tuple[Fact, Fact]:
+        older, newer = (
+            cast(Fact, FactFactory(project=project, principal=principal, statement=f"Pair {n} part {part}"))
+            for part in (1, 2)
+        )
+        return older, newer
+
+    flagged = {}
+    cases = (("alice", alice, 1), ("bob", bob, 2), ("project", None, 3), ("kept", alice, 4))
+    for name, principal, n in cases:
+        older, newer = pair(principal, n)
+        write = conflicts.flag_possible_conflict(newer, older, detail="Test pair.", found_by="test")
+        assert write is not None
+        flagged[name] = (write, frozenset((older.pk, newer.pk)))
+    kept_write = flagged["kept"][0]
+    ReviewDecision.objects.create(
+        write=kept_write, reviewer=make_user("reviewer", None), action="keep_both", reason="Both hold."
+    )
+    Write.objects.filter(pk=kept_write.pk).update(status="active")
+
+    header = selectors.retrieval_header(project, "alice")
+    assert header.rulings == selectors.conflict_rulings(project.pk, alice.pk)
+    assert header.rulings.waiting == {flagged["alice"][1], flagged["project"][1]}
+    assert header.rulings.kept == {flagged["kept"][1]}
+    # Nobody named, or nobody known yet: the project's pairs only (R1).
+    for external_id in (None, "carol"):
+        assert selectors.retrieval_header(project, external_id).rulings.waiting == {flagged["project"][1]}
+
+
+def test_a_policy_without_per_round_kinds_reads_them_all_as_static_memory(
+    project: Project, people: dict[str, Any]
+) -> None:
+    facts, now = people["facts"], people["now"]
+    policy = PolicySettings(per_round_kinds=())
+    found = selectors.candidates(project, people["alice"], None, policy, unit(0), now=now, session_start=True)
+    static = [c.fact_id for c in found if c.status == "active" and c.authority >= policy.min_authority]
+    # No nearest part: the episodic facts come once, as static memory, in id order.
+    for name in ("profile", "project", "near", "far"):
+        assert facts[name].pk in static, name
+    assert len(found) == len({c.fact_id for c in found})

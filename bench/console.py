@@ -4,6 +4,7 @@ Not a test. Run it from the checkout::
 
     .venv/bin/python bench/console.py                    # 1 M retrieval events, about 20 minutes
     .venv/bin/python bench/console.py --events 100000    # a smaller run
+    .venv/bin/python bench/console.py --facts 200000 --writes 60000   # a queue of many people
 
 Like ``scale.py`` (whose seeding it reuses) it starts its own embedded
 PostgreSQL in a temporary folder, migrates it, and loads the real tables:
@@ -22,8 +23,10 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import html
 import json
 import random
+import re
 import shutil
 import signal
 import sys
@@ -90,10 +93,14 @@ def measure(agent: Any, chain_fact: int, person: str, repeats: int) -> dict[str,
     deep = events.values_list("created_at", "id")[int(count * 0.9)] if count > 10 else None
     newest = events.values_list("id", flat=True).first() or 0
     by_role = clients(agent.project)
+    every = pages(agent, chain_fact, person, newest, encode_cursor(*deep) if deep else "")
+    # The queue's similar facts come in a second request once the page is on
+    # screen; timed as the page of its own that a browser without JavaScript gets.
+    loader = re.search(r'data-similar-loader hx-get="([^"]+)"', by_role["reviewer"].get("/reviews/").text)
+    if loader:
+        every["review queue, similar facts"] = (html.unescape(loader.group(1)), "reviewer")
     result: dict[str, Any] = {}
-    for name, (url, role) in pages(
-        agent, chain_fact, person, newest, encode_cursor(*deep) if deep else ""
-    ).items():
+    for name, (url, role) in every.items():
         client = by_role[role]
         client.get(url)  # the first answer warms caches the later ones share
         times = time_page(client, url, repeats)
@@ -108,6 +115,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--facts", type=int, default=30_000)
+    # Writes are copied from the first facts, person by person: 2,000 gives
+    # the queue about 100 waiting writes of one person (the 8,107-fact one);
+    # a fifth of --facts spreads them over many people, as make bench-full does.
+    parser.add_argument("--writes", type=int, default=2_000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--out", default=str(OUT / "console.json"))
     args = parser.parse_args()
@@ -132,7 +143,7 @@ def main() -> None:
     # Seeding copies past the row-history and append-only triggers, which only
     # the server's superuser may do; the pages are asked for as the application role.
     with as_superuser(), actor_scope("bench"):
-        data = seed(args.facts, args.events, 2_000, random.Random(13))
+        data = seed(args.facts, args.events, args.writes, random.Random(13))
     with actor_scope("bench"):
         agent = data["agent"]
         person = next(iter(data["buckets"].get("1-20") or data["buckets"]["21-100"]))

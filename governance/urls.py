@@ -35,6 +35,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
         "reviews",
         path("", reviews.queue, name="queue"),
         path("bulk", reviews.bulk, name="bulk"),
+        path("similar", reviews.similar, name="similar"),
         path("<int:write_id>/decide", reviews.decide, name="decide"),
         path("<int:write_id>/undo", reviews.undo, name="undo"),
     ),

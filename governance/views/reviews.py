@@ -180,7 +180,9 @@ def _queue_context(
     shown = {w.pk for w in writes}
     # A write whose form failed is shown even when it sits on another page.
     writes = [w for w in (extra_writes or []) if w.pk not in shown] + writes
-    items = review_selectors.review_items(writes)
+    # The similar facts come in a second request (the ``similar`` view), asked
+    # by the page as it loads: they cost more than the rest of the page.
+    items = review_selectors.review_items(writes, with_similar=False)
     for item in items:
         item.form = (errors or {}).get(item.write.pk)
         item.can_decide = access.has_role(request.user, item.write.project_id, access.REVIEW_ROLES)
@@ -205,7 +207,12 @@ def _queue_context(
         "selected": selected,
         "notices": notices or [],
         "can_decide_any": any(item.can_decide for item in items),
+        "similar_query": _similar_query([item.write.pk for item in items]),
     }
+
+
+def _similar_query(write_ids: list[int]) -> str:
+    return urlencode([("write", pk) for pk in write_ids])
 
 
 def _fragments(
@@ -224,6 +231,28 @@ def queue(request: HttpRequest) -> HttpResponse:
         return _fragments(request, [("queue", context), ("counts", {**context, "oob": True})])
     context["findings_chart"] = _findings_chart(access.projects_of(request.user))
     return render(request, TEMPLATE, context)
+
+
+# More ids than a page shows are not looked up (a hand-made URL cannot ask for the whole queue).
+SIMILAR_MAX_WRITES = review_selectors.PAGE_SIZE + 1
+
+
+@console_view()
+def similar(request: HttpRequest) -> HttpResponse:
+    """The similar facts of the queue's writes, each in its own box on the page.
+
+    The queue asks for this once it is on screen (htmx, ``hx-swap="none"``):
+    every box is swapped in out of band by its id, so nothing else on the
+    page, least of all a decision form being filled in, is replaced. Without
+    JavaScript the queue links here and this answers as a page of its own.
+    """
+    ids = [int(v) for v in request.GET.getlist("write") if v.isascii() and v.isdigit() and len(v) <= 18]
+    writes = review_selectors.waiting_writes(access.projects_of(request.user), ids[:SIMILAR_MAX_WRITES])
+    found = review_selectors.similar_facts(writes) if writes else {}
+    boxes = [{"write": w, "similar": found.get(w.pk, []), "loaded": True} for w in writes]
+    if is_htmx(request):
+        return _fragments(request, [("similar", {**box, "oob": True}) for box in boxes])
+    return render(request, "governance/reviews/similar.html", {"boxes": boxes})
 
 
 def _findings_chart(projects: QuerySet[Project]) -> charts.StackedChart:

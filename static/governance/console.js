@@ -114,6 +114,9 @@
   document.addEventListener("htmx:beforeSwap", function (event) {
     var status = event.detail.xhr && event.detail.xhr.status;
     var source = event.detail.requestConfig && event.detail.requestConfig.elt;
+    // The similar facts arrive on their own (out of band, into their boxes):
+    // they must not cancel the move to the next item of a decision meanwhile.
+    if (source && source.hasAttribute && source.hasAttribute("data-similar-loader")) return;
     if ((status === 400 || status === 409) && source && source.closest && source.closest("[data-swap-errors]")) {
       event.detail.shouldSwap = true;
       event.detail.isError = false;

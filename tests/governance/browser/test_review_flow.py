@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
 
 from governance.models import Fact, ReviewDecision, Write
 from tests.governance.review_helpers import PENDING, QUARANTINED, hostile, propose
-from tests.personas import PASSWORD, make_user
+from tests.personas import PASSWORD, FactFactory, make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -136,3 +138,59 @@ def test_a_decision_can_be_undone_for_a_few_seconds_and_then_is_final(
     expect(other.locator("[data-undo-closed]")).to_be_visible(timeout=6000)
     assert other.get_by_role("button", name="Undo").count() == 0
     assert Write.objects.get(pk=second.pk).status == "rejected"
+
+
+# Set to a folder to keep screenshots of the queue at desktop and phone widths.
+SHOTS = os.environ.get("REVIEW_SHOTS") or os.environ.get("SCREENSHOT_DIR")
+
+
+def test_similar_facts_arrive_after_the_page_and_leave_a_reviewers_edit_alone(
+    page: Page, live_server, project, support_bot
+):
+    """The similar facts come in a second request; whatever the reviewer typed meanwhile stays."""
+    make_user("riley", "reviewer", project)
+    write = propose(support_bot, "Prefers window seats on long flights")
+    other = propose(support_bot, "Said they switched to a standing desk", principal="bob")
+    FactFactory.create(
+        project=project, principal=write.principal, statement="Prefers aisle seats on long flights"
+    )
+    held: list[Route] = []
+    # The similar facts are held back until the reviewer has typed, as on a slow day.
+    page.route("**/reviews/similar?*", lambda route: held.append(route))
+
+    page.goto(f"{live_server.url}/login/?next=/reviews/")
+    page.fill("#id_username", "riley")
+    page.fill("#id_password", PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("heading", name="Review queue")).to_be_visible()
+    page.wait_for_function("() => document.querySelectorAll('[data-similar-pending]').length === 2")
+    for _ in range(50):
+        if held:
+            break
+        page.wait_for_timeout(100)
+    assert len(held) == 1, "the page asks once for the similar facts of all its writes"
+    assert f"write={write.pk}" in held[0].request.url and f"write={other.pk}" in held[0].request.url
+
+    item = page.locator(f"#write-{write.pk}")
+    item.locator("textarea[name=reason]").fill("Checked with the customer")
+    item.get_by_text("Edit before approving").click()
+    item.locator("textarea[name=statement]").fill("Prefers window seats on flights over four hours")
+    held[0].continue_()
+
+    expect(item.locator(".similar")).to_contain_text("Prefers aisle seats on long flights")
+    expect(page.locator("[data-similar-pending]")).to_have_count(0)
+    expect(item.locator("textarea[name=reason]")).to_have_value("Checked with the customer")
+    expect(item.locator("textarea[name=statement]")).to_have_value(
+        "Prefers window seats on flights over four hours"
+    )
+    # A box with nothing similar stays empty: no heading, no list.
+    expect(page.locator(f"#similar-{other.pk} .similar")).to_have_count(0)
+    if SHOTS:
+        for width in (1440, 390):
+            page.set_viewport_size({"width": width, "height": 900})
+            page.screenshot(path=str(Path(SHOTS) / f"review-queue-{width}.png"), full_page=True)
+        page.set_viewport_size({"width": 1440, "height": 900})
+
+    item.get_by_role("button", name="Approve", exact=True).click()
+    expect(page.locator(f"#write-{write.pk}")).to_contain_text("approved with edits by riley")
+    assert Fact.objects.get(pk=write.fact_id).statement == "Prefers window seats on flights over four hours"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html as html_module
 import re
 from datetime import timedelta
 
@@ -29,6 +30,18 @@ def decide_url(write: Write) -> str:
 
 def order_on_page(html: str) -> list[int]:
     return [int(pk) for pk in re.findall(r'<article class="review-item[^"]*" id="write-(\d+)"', html)]
+
+
+def similar_html(client) -> str:
+    """The similar facts as a browser gets them: the request the queue page makes once it is on screen."""
+    page = client.get(QUEUE).content.decode()
+    loader = re.search(
+        r'<div hidden data-similar-loader hx-get="([^"]+)" hx-trigger="load" hx-swap="none">', page
+    )
+    assert loader is not None, "the queue asks for its similar facts once it is on screen"
+    response = client.get(html_module.unescape(loader.group(1)), **HTMX)
+    assert response.status_code == 200
+    return response.content.decode()
 
 
 @pytest.fixture
@@ -117,7 +130,7 @@ def test_similar_facts_by_embedding_distance(riley, support_bot, project):
     for fact_id, vector in ((write.fact_id, unit), (near.pk, close), (far.pk, away)):
         Fact.objects.filter(pk=fact_id).update(embedding=vector, embedded_at=timezone.now())
 
-    html = riley.get(QUEUE).content.decode()
+    html = similar_html(riley)
 
     assert "Drinks espresso before work" in html
     assert "(embedding)" in html
@@ -133,7 +146,7 @@ def test_similar_facts_fall_back_to_text_similarity_without_embeddings(riley, su
     # Another principal's look-alike is not "similar existing memory" about this person.
     FactFactory.create(project=project, principal=None, statement="Prefers window seats on short flights")
 
-    html = riley.get(QUEUE).content.decode()
+    html = similar_html(riley)
 
     assert "Prefers aisle seats on long flights" in html
     assert "(text)" in html
@@ -150,6 +163,78 @@ def test_queue_query_count_does_not_grow_with_the_page(riley, support_bot):
         propose(support_bot, f"Visited {n} museums in Vienna last year", key=f"hobby{n}", kind="profile")
     with CaptureQueriesContext(connection) as large:
         assert len(order_on_page(riley.get(QUEUE).content.decode())) == 8
+
+    assert len(large) == len(small)
+
+
+def test_the_first_answer_leaves_the_similar_facts_for_a_second_request(riley, support_bot, project):
+    """The similar facts (each person's pool of facts) cost more than the rest of the page."""
+    write = propose(support_bot, "Prefers window seats on long flights")
+    FactFactory.create(
+        project=project, principal=write.principal, statement="Prefers aisle seats on long flights"
+    )
+
+    page = riley.get(QUEUE).content.decode()
+    fragment = similar_html(riley)
+
+    assert "Prefers aisle seats on long flights" not in page
+    assert f'id="similar-{write.pk}" data-similar-pending' in page
+    # Without JavaScript the box links to the similar facts on a page of their own.
+    assert f'href="/reviews/similar?write={write.pk}"' in page
+    # Each box is swapped in out of band by its id: nothing else, least of all a
+    # decision form being filled in, is replaced.
+    assert f'<div class="similar-facts" id="similar-{write.pk}" hx-swap-oob="true">' in fragment
+    assert "Prefers aisle seats on long flights" in fragment
+    assert "<form" not in fragment and "<textarea" not in fragment
+
+
+def test_similar_facts_without_javascript_are_a_page_of_their_own(riley, support_bot, project):
+    write = propose(support_bot, "Prefers window seats on long flights")
+    FactFactory.create(
+        project=project, principal=write.principal, statement="Prefers aisle seats on long flights"
+    )
+
+    html = riley.get(f"/reviews/similar?write={write.pk}").content.decode()
+
+    assert "<h1>Similar facts</h1>" in html
+    assert "Prefers aisle seats on long flights" in html
+    assert "hx-swap-oob" not in html
+
+
+def test_similar_facts_answer_only_for_waiting_writes_of_the_readers_projects(
+    riley, support_bot, outsider_bot
+):
+    mine = propose(support_bot, PENDING)
+    theirs = propose(outsider_bot, QUARANTINED, source_type="web_page")
+    decided = propose(support_bot, "Prefers dark mode", source_type="user_statement")
+    assert decided.status == "active"
+
+    html = riley.get(
+        f"/reviews/similar?write={mine.pk}&write={theirs.pk}&write={decided.pk}", **HTMX
+    ).content.decode()
+
+    assert f'id="similar-{mine.pk}"' in html
+    assert f'id="similar-{theirs.pk}"' not in html
+    assert f'id="similar-{decided.pk}"' not in html
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "1e5", "9" * 40, "", "١٢"])
+def test_similar_facts_ignore_what_is_not_a_write_id(riley, value):
+    response = riley.get("/reviews/similar", {"write": value}, **HTMX)
+
+    assert response.status_code == 200
+    assert "similar-" not in response.content.decode()
+
+
+def test_similar_facts_query_count_does_not_grow_with_the_page(riley, support_bot):
+    for n in range(2):
+        propose(support_bot, f"Collects {n} kinds of stamps from Peru", key=f"hobby{n}", kind="profile")
+    with CaptureQueriesContext(connection) as small:
+        similar_html(riley)
+    for n in range(2, 8):
+        propose(support_bot, f"Visited {n} museums in Vienna last year", key=f"hobby{n}", kind="profile")
+    with CaptureQueriesContext(connection) as large:
+        assert similar_html(riley).count("hx-swap-oob") == 8
 
     assert len(large) == len(small)
 
@@ -375,6 +460,38 @@ def test_queue_cursor_pages_through_in_order(support_bot, project):
         after = review_selectors.QueueCursor.decode(page.next.encode())
 
     assert seen == [w.pk for w in writes]
+
+
+def test_queue_merges_projects_and_statuses_riskiest_first(support_bot, outsider_bot, project):
+    """The page is read per project and status and merged: the order is still risk, then age, then id."""
+    writes = [
+        propose(support_bot, PENDING),
+        propose(outsider_bot, QUARANTINED, source_type="web_page"),
+        propose(support_bot, QUARANTINED, source_type="web_page"),
+        propose(outsider_bot, "Said they switched to a standing desk"),
+        propose(support_bot, "Visited 3 museums in Vienna last year", key="m3", kind="profile"),
+    ]
+    both = Project.objects.filter(pk__in=[project.pk, outsider_bot.agent.project_id])
+    expected = [
+        w.pk
+        for w in sorted(
+            Write.objects.filter(pk__in=[w.pk for w in writes]), key=lambda w: (-w.risk, w.created_at, w.pk)
+        )
+    ]
+    assert len({w.risk for w in writes}) > 1
+
+    seen: list[int] = []
+    after = None
+    while True:
+        page = review_selectors.review_queue(both, after=after, limit=2)
+        seen.extend(w.pk for w in page.writes)
+        if page.next is None:
+            break
+        after = review_selectors.QueueCursor.decode(page.next.encode())
+
+    assert seen == expected
+    quarantined = review_selectors.review_queue(both, status="quarantined").writes
+    assert [w.pk for w in quarantined] == [pk for pk in expected if pk in {writes[1].pk, writes[2].pk}]
 
 
 # --- a statement withdrawn while it waited (issue 10 item 6) ----------------------------

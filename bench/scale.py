@@ -38,9 +38,11 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import html
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -797,13 +799,19 @@ def measure_console(agent: Any, chain_fact: int, person: str, repeats: int) -> d
         "history": "/history/",
         "fact history": f"/history/facts/{chain_fact}/",
     }
+    # The queue's similar facts come in a second request once the page is on
+    # screen: a page load of its own, timed like the others.
+    loader = re.search(r'data-similar-loader hx-get="([^"]+)"', client.get("/reviews/").content.decode())
+    if loader:
+        pages["queue, similar facts"] = html.unescape(loader.group(1))
     result: dict[str, Any] = {}
-    every: list[float] = []
     for name, url in pages.items():
+        time_page(client, url, 1)  # a first answer compiles templates and fills caches: not timed
         times = time_page(client, url, repeats)
-        every += times
         result[name] = {"p50_ms": pct(times, 50), "p95_ms": pct(times, 95)}
-    return {"console_p95_ms": pct(every, 95), "pages": result}
+    # The target holds for every page: the slowest page's p95, not a p95 of all
+    # answers pooled, which a slow page among fast ones would hide.
+    return {"console_p95_ms": max(page["p95_ms"] for page in result.values()), "pages": result}
 
 
 def time_page(client: Any, url: str, repeats: int) -> list[float]:

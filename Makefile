@@ -31,8 +31,12 @@ browser:
 	  fi; \
 	fi
 
+# Two processes by default, each with its own embedded PostgreSQL, Celery worker and
+# browser; a test file stays in one process (docs/testing.md). TEST_WORKERS=0 runs
+# the suite in one process.
+TEST_WORKERS ?= 2
 test: $(STAMP) browser
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # 50 agents for 5 minutes against a private stack, then each fault; figures in
 # bench/out/soak.json (docs/operations.md, "Load and faults"). Needs redis-server.

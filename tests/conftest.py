@@ -36,11 +36,19 @@ pytest_plugins = ["tests.personas"]
 @pytest.fixture(autouse=True)
 def _eager_celery(settings: Any) -> Iterator[None]:
     """Tasks run in-process unless a test asks for the real worker."""
+    from celery.result import allow_join_result
+
     from memoryadmin.celery import app
 
     app.conf.task_always_eager = True
     app.conf.task_eager_propagates = True
-    yield
+    # Celery keeps "joining a result here would block" in one flag for the whole process,
+    # which each eager call sets and then puts back as it found it. Two threads running
+    # eager tasks at once (a live server's and the test's) can put it back in the wrong
+    # order and leave it set, and every later .get() on an eager result in the process
+    # then raises. Each test starts with it clear, as in any process that is not a worker.
+    with allow_join_result():
+        yield
     app.conf.task_always_eager = False
 
 

@@ -5,6 +5,8 @@ values, never used outside tests; the live server for browser tests speaks
 plain http, so cookies cannot require https there.
 """
 
+import os
+
 from django.conf import global_settings
 
 from memoryadmin.settings import *  # noqa: F403
@@ -26,3 +28,15 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher", *global_set
 # request). Autorefresh looks a file up only when a /static/ URL is asked for,
 # which the browser tests' live server still serves the same way.
 WHITENOISE_AUTOREFRESH = True
+
+# Under pytest-xdist (`make test`, docs/testing.md) each process has its own database and
+# its own Celery worker, which inherits the process's PYTEST_XDIST_WORKER. The filesystem
+# broker already has a folder per process (tests/conftest.py); on a Redis broker, which
+# .ci/run shares between them, each process's keys get a prefix of their own, or one
+# process's worker would take another's tasks and find none of their rows.
+_XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+if _XDIST_WORKER and CELERY_BROKER_URL.startswith(("redis://", "rediss://", "sentinel://")):  # noqa: F405
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        **CELERY_BROKER_TRANSPORT_OPTIONS,  # noqa: F405
+        "global_keyprefix": f"memtest-{_XDIST_WORKER}:",
+    }

@@ -56,8 +56,11 @@ def worker_killed_mid_embedding(stack: Stack) -> dict[str, Any]:
     stack.kill_worker()
     fresh = stack.start_worker()
     stack.wait_worker()
+    # Two spaces: the write guard reads the statement with its spacing squeezed,
+    # so its vector is not this statement's own and the worker must run the
+    # model for it (a plain statement arrives with its vector and is only confirmed).
     with httpx.Client(timeout=60) as client:
-        response = _post_write(stack, client, f"Likes the window seat {uuid.uuid4().hex[:8]}.")
+        response = _post_write(stack, client, f"Likes the window  seat {uuid.uuid4().hex[:8]}.")
     response.raise_for_status()
     fact_id = response.json()["fact"]["id"]
 

@@ -24,7 +24,7 @@ current context:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any
 
@@ -138,18 +138,22 @@ def apply_scope(
     with connection.wrap_database_errors:
         if idle and connection.get_autocommit():
             # The statement would be a transaction of its own: make it one that
-            # starts with the setting.
+            # starts with the setting. Sent in one query string, the two are
+            # one implicit transaction already (PostgreSQL runs a multi-statement
+            # simple query as one), so the setting holds for the statement and
+            # ends with it: one round trip instead of four (BEGIN, setting,
+            # statement, COMMIT).
+            if _may_prefix(sql, params, many, context):
+                return _prefixed(execute, sql, params, many, context, value)
             with raw.transaction():
-                raw.execute("SELECT set_config(%s, %s, true)", [SETTING, value])
+                raw.execute(_SET, [SETTING, value])
                 return execute(sql, params, many, context)
         if getattr(connection, "rls_applied", None) != value:
             if _may_prefix(sql, params, many, context):
                 # Sent ahead of the statement in the same query string: one
                 # round trip instead of two, and PostgreSQL runs the two in
                 # order in this transaction, so the statement sees the setting.
-                result = execute(f"{_SET} {sql}", [SETTING, value, *params], many, context)
-                while context["cursor"].nextset():
-                    pass  # the statement's own result is the last one
+                result = _prefixed(execute, sql, params, many, context, value)
                 connection.rls_applied = value
                 return result
             raw.execute(_SET, [SETTING, value])
@@ -158,6 +162,26 @@ def apply_scope(
 
 
 _SET = "SELECT set_config(%s, %s, true);"
+# The same for a statement with named parameters (the retrieval's candidate
+# read); the names cannot be a statement's own, which are Python identifiers.
+_SET_NAMED = "SELECT set_config(%(rls setting)s, %(rls value)s, true);"
+
+
+def _prefixed(
+    execute: Callable[..., Any], sql: str, params: Any, many: bool, context: dict[str, Any], value: str
+) -> Any:
+    """``sql`` run with the setting in front of it, in one query string; its own result is the cursor's."""
+    if isinstance(params, Mapping):
+        result = execute(
+            f"{_SET_NAMED} {sql}", {**params, "rls setting": SETTING, "rls value": value}, many, context
+        )
+    else:
+        result = execute(f"{_SET} {sql}", [SETTING, value, *params], many, context)
+    while context["cursor"].nextset():
+        pass  # the statement's own result is the last one
+    return result
+
+
 _PREFIXABLE = frozenset({"SELECT", "INSERT", "UPDATE", "DELETE", "WITH"})
 
 
@@ -165,10 +189,10 @@ def _may_prefix(sql: str, params: Any, many: bool, context: dict[str, Any]) -> b
     """Whether the setting can travel in front of ``sql`` in one query string.
 
     Only with client-side binding (Django's default for psycopg 3, which sends
-    one simple query), positional parameters (without any, a literal % in the
-    statement must stay as written), one execution, an unnamed cursor (a named
-    one wraps the statement in DECLARE), and a plain read or change (not COPY
-    or DECLARE, which keep a protocol of their own).
+    one simple query), parameters, positional or named (without any, a
+    literal % in the statement must stay as written), one execution, an
+    unnamed cursor (a named one wraps the statement in DECLARE), and a plain
+    read or change (not COPY or DECLARE, which keep a protocol of their own).
     """
     from psycopg import ClientCursor
 
@@ -177,7 +201,7 @@ def _may_prefix(sql: str, params: Any, many: bool, context: dict[str, Any]) -> b
     return (
         first in _PREFIXABLE
         and not many
-        and isinstance(params, list | tuple)
+        and isinstance(params, list | tuple | Mapping)
         and isinstance(cursor, ClientCursor)
         and not getattr(cursor, "name", None)
     )

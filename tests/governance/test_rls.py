@@ -33,22 +33,48 @@ def test_a_session_lost_before_the_projects_are_set_raises_djangos_operational_e
         connection.close()
 
 
-@pytest.mark.parametrize("params", [[0], None], ids=["sent ahead of the statement", "sent on its own"])
+@pytest.mark.parametrize(
+    "params",
+    [[0], {"id": 0}, None],
+    ids=["sent ahead of the statement", "sent ahead, named parameters", "sent on its own"],
+)
 def test_the_first_statement_of_a_transaction_sees_the_setting_and_answers_its_own_rows(
-    project: Project, params: list[int] | None
+    project: Project, params: list[int] | dict[str, int] | None
 ) -> None:
     # With parameters the setting travels in the statement's own query string;
     # without, a literal % must stay as written, so it goes on its own first.
-    sql = (
-        "SELECT current_setting('memoryadmin.projects', true), '100%%',"
-        " (SELECT count(*) FROM governance_write WHERE id = %s)"
-        if params
-        else "SELECT current_setting('memoryadmin.projects', true), '100%',"
-        " (SELECT count(*) FROM governance_write WHERE id = 0)"
-    )
+    sql = _setting_and_rows(params)
     with rls.scope(rls.projects([project.pk])), transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(sql, params)
         assert cursor.fetchall() == [(str(project.pk), "100%", 0)]
         # Set once per transaction: the next statement goes as written.
         cursor.execute("SELECT count(*) FROM governance_write WHERE id = %s", [0])
         assert cursor.fetchall() == [(0,)]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [[0], {"id": 0}, None],
+    ids=["sent ahead of the statement", "sent ahead, named parameters", "sent on its own"],
+)
+def test_a_statement_outside_a_transaction_sees_the_setting_and_leaves_none_behind(
+    project: Project, params: list[int] | dict[str, int] | None
+) -> None:
+    # In autocommit the setting and the statement are one transaction of their
+    # own (one query string, or BEGIN .. COMMIT around the two): the setting
+    # holds for the statement and is gone after it.
+    sql = _setting_and_rows(params)
+    with rls.scope(rls.projects([project.pk])), connection.cursor() as cursor:
+        assert connection.get_autocommit()
+        cursor.execute(sql, params)
+        assert cursor.fetchall() == [(str(project.pk), "100%", 0)]
+        cursor.execute("SELECT current_setting('memoryadmin.projects', true)")
+        assert cursor.fetchall() in ([("",)], [(None,)])
+
+
+def _setting_and_rows(params: list[int] | dict[str, int] | None) -> str:
+    head = "SELECT current_setting('memoryadmin.projects', true), "
+    if params is None:
+        return head + "'100%', (SELECT count(*) FROM governance_write WHERE id = 0)"
+    placeholder = "%(id)s" if isinstance(params, dict) else "%s"
+    return head + f"'100%%', (SELECT count(*) FROM governance_write WHERE id = {placeholder})"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
@@ -110,3 +112,23 @@ class Principal(models.Model):
 
     def __str__(self) -> str:
         return self.external_id
+
+    @classmethod
+    def from_row(
+        cls,
+        project: Project,
+        pk: int,
+        external_id: str,
+        created_at: datetime,
+        last_seen_at: datetime | None,
+        *,
+        using: str = "default",
+    ) -> Principal:
+        """A stored principal from columns another statement read with its own (one round trip fewer)."""
+        principal = cls.from_db(
+            using,
+            ["id", "project_id", "external_id", "created_at", "last_seen_at"],
+            [pk, project.pk, external_id, created_at, last_seen_at],
+        )
+        principal.project = project  # the caller's instance: no query for principal.project
+        return principal

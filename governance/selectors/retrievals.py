@@ -478,15 +478,9 @@ def retrieval_header(project: Project, external_id: str | None) -> RetrievalHead
     principal = None
     if principal_id is not None:
         assert external_id is not None
-        principal = Principal(
-            id=principal_id,
-            project=project,
-            external_id=external_id,
-            created_at=created_at,
-            last_seen_at=last_seen_at,
+        principal = Principal.from_row(
+            project, principal_id, external_id, created_at, last_seen_at, using=connection.alias
         )
-        principal._state.adding = False
-        principal._state.db = connection.alias
     return RetrievalHeader(
         principal=principal,
         newest_verified=newest,

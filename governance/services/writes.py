@@ -818,15 +818,9 @@ def _what_the_write_meets(
     exact, candidates = row[8:10] if duplicates else (None, None)
     principal = None
     if principal_external_id is not None and row[-3] is not None:
-        principal = Principal(
-            pk=row[-3],
-            project=agent.project,
-            external_id=principal_external_id,
-            created_at=row[-2],
-            last_seen_at=row[-1],
+        principal = Principal.from_row(
+            agent.project, row[-3], principal_external_id, row[-2], row[-1], using=connection.alias
         )
-        principal._state.adding = False
-        principal._state.db = connection.alias
     return Seen(
         write_id=write_id,
         fact_id=fact_id,

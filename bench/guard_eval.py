@@ -83,10 +83,10 @@ def context_for(*, semantic: bool) -> guard.GuardContext:
     )
 
 
-def local_embedder() -> Embedder:
+def local_embedder(runtime: str = "onnx") -> Embedder:
     from governance.embeddings import LocalSentenceTransformerProvider
 
-    provider = LocalSentenceTransformerProvider()
+    provider = LocalSentenceTransformerProvider(runtime=runtime)
     return provider.embed
 
 
@@ -182,13 +182,19 @@ def main() -> None:
         action="store_true",
         help="the lines in tests/data/guard/fresh/, written after the patterns and not part of the corpus",
     )
+    parser.add_argument(
+        "--runtime",
+        default="onnx",
+        choices=("onnx", "torch"),
+        help="what runs the local model (the same vectors; onnx is the default and faster)",
+    )
     args = parser.parse_args()
     if args.fresh:
         args.split = "fresh"
         rows = load_corpus(folder=FRESH)
     else:
         rows = load_corpus(None if args.split == "all" else args.split)
-    embed = None if args.patterns_only else local_embedder()
+    embed = None if args.patterns_only else local_embedder(args.runtime)
     if embed is not None:
         embed(["warm up"])
     tallies, misses = evaluate(rows, embed)

@@ -15,8 +15,8 @@ from governance.embeddings import (
     LOCAL_DIMENSIONS,
     LOCAL_MODEL_NAME,
     EmbeddingProvider,
-    LocalSentenceTransformerProvider,
     get_provider,
+    local_provider_from_settings,
 )
 from governance.models import Fact
 from governance.rules.guard import semantic_text
@@ -148,7 +148,7 @@ def _guard_provider() -> EmbeddingProvider:
 def _local_guard_provider() -> EmbeddingProvider:
     # One instance per process: its lock is what serialises calls into the
     # shared model (the fast tokenizer is not thread-safe).
-    return LocalSentenceTransformerProvider(num_threads=getattr(settings, "EMBEDDING_NUM_THREADS", 1))
+    return local_provider_from_settings(settings)
 
 
 def guard_embedding(statement: str) -> tuple[float, ...] | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from governance.selectors.audit import verify_chain
 from governance.services import audit
 from governance.tasks import seal_audit_chains
 from tests.governance.database_helpers import tamper
+from tests.helpers import wait_until
 
 pytestmark = pytest.mark.django_db
 
@@ -312,3 +314,62 @@ def test_entries_without_a_project_form_a_chain_of_their_own(project):
     assert second.sequence == (first.sequence or 0) + 1 and second.previous_hash == first.entry_hash
     assert not AuditEntry.objects.filter(sequence__isnull=True).exists()
     assert verify_chain() is None
+
+
+@pytest.fixture
+def seals_sent(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The seal tasks handed to the broker, each still sent for real."""
+    from governance.tasks import seal_audit_chain
+
+    sent: list[Any] = []
+    send = seal_audit_chain.apply_async
+
+    def counted(args: Any = None, kwargs: Any = None, **options: Any) -> Any:
+        sent.append((tuple(args or ()), options.get("countdown")))
+        return send(args, kwargs, **options)
+
+    monkeypatch.setattr(seal_audit_chain, "apply_async", counted)
+    monkeypatch.setattr(audit, "_queued_seals", {})  # nothing queued by an earlier test
+    return sent
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.worker
+def test_commits_in_quick_succession_share_one_seal_task_and_are_all_sealed(
+    project, real_worker, seals_sent, settings
+):
+    settings.AUDIT_SEAL_GATHER_MS = 2000  # wide, so a slow machine still commits inside it
+    entries = [entry for _ in range(5) for entry in _record(project)]
+
+    assert seals_sent == [((project.pk,), 2.0)]
+    # The one task, run by the worker process after the window, seals all five.
+    wait_until(
+        lambda: AuditEntry.objects.filter(pk__in=[e.pk for e in entries], sequence__isnull=True).count() == 0,
+        timeout=60,
+    )
+    assert verify_chain(project.pk) is None
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.worker
+def test_a_commit_after_the_first_half_of_the_window_queues_its_own_seal(
+    project, real_worker, seals_sent, settings
+):
+    settings.AUDIT_SEAL_GATHER_MS = 400
+    first = _record(project)
+    time.sleep(0.3)  # past the half the first task can be counted on for
+    second = _record(project)
+
+    assert seals_sent == [((project.pk,), 0.4), ((project.pk,), 0.4)]
+    ids = [first[0].pk, second[0].pk]
+    wait_until(lambda: not AuditEntry.objects.filter(pk__in=ids, sequence__isnull=True).exists(), timeout=60)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_eager_tasks_seal_each_commit_at_once(project, seals_sent):
+    # Tests and CELERY_TASK_ALWAYS_EAGER run tasks in place: nothing is queued to rely on.
+    first = _record(project)
+    second = _record(project)
+    assert AuditEntry.objects.filter(pk__in=[first[0].pk, second[0].pk], sequence__isnull=True).count() == 0
+    assert seals_sent == [((project.pk,), None), ((project.pk,), None)]
+    assert audit._queued_seals == {}

@@ -117,9 +117,6 @@ class LocalSentenceTransformerProvider:
         self._device = device
         self._runtime = runtime if device == "cpu" else "torch"
         self._cache_dir = Path(cache_dir) if cache_dir is not None else None
-        # The fast tokenizer is not safe to call from two threads at once
-        # ("Already borrowed"), so calls into one model are serialised.
-        self._encode_lock = threading.Lock()
 
     @property
     def runtime(self) -> str:
@@ -178,14 +175,21 @@ class LocalSentenceTransformerProvider:
                 f"The model at {path} makes {dimension}-dimensional vectors, expected {self.dimensions}."
             )
 
+        # transformers' fast tokenizer sets its truncation and padding on every
+        # call, which fails when two threads do it at once ("Already borrowed"),
+        # so calls into this model are serialised. (The ONNX encoder configures
+        # its tokenizer once and ONNX Runtime runs sessions from many threads.)
+        lock = threading.Lock()
+
         def encode(texts: Sequence[str], *, batch_size: int) -> list[list[float]]:
-            vectors = model.encode(
-                list(texts),
-                batch_size=batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
+            with lock:
+                vectors = model.encode(
+                    list(texts),
+                    batch_size=batch_size,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
             result: list[list[float]] = vectors.tolist()
             return result
 
@@ -199,9 +203,7 @@ class LocalSentenceTransformerProvider:
         texts = _checked_texts(texts)
         if not texts:
             return []
-        encoder = self._encoder()
-        with self._encode_lock:
-            result = encoder.encode(texts, batch_size=self._batch_size)
+        result = self._encoder().encode(texts, batch_size=self._batch_size)
         _check_shape(result, len(texts), self.dimensions, self.name)
         return result
 

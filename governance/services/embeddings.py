@@ -146,8 +146,8 @@ def _guard_provider() -> EmbeddingProvider:
 
 @functools.cache
 def _local_guard_provider() -> EmbeddingProvider:
-    # One instance per process: its lock is what serialises calls into the
-    # shared model (the fast tokenizer is not thread-safe).
+    # One instance per process, built from the settings once; the model behind
+    # it is loaded once per process whichever instance asks.
     return local_provider_from_settings(settings)
 
 

@@ -103,10 +103,11 @@ AUDIT_CHECKPOINT_FILE = env_str("AUDIT_CHECKPOINT_FILE")
 # while the worker and beat run. verify_audit warns about an entry left
 # unsealed longer than AUDIT_SEAL_OVERDUE_SECONDS (docs/operations.md).
 AUDIT_SEAL_SECONDS = env_int("AUDIT_SEAL_SECONDS", 5)
-# A seal task starts this many milliseconds after the commit that queued it and seals the
-# entries of every commit in between, so writes at volume share one task
-# (docs/performance.md); 0 queues one per commit, starting at once.
-AUDIT_SEAL_GATHER_MS = env_int("AUDIT_SEAL_GATHER_MS", 500)
+# A web process gathers what its commits hand to the worker (audit seals, new
+# facts' embeddings) for this many milliseconds and sends it together: one
+# seal per project and one embedding task per moment instead of one each per
+# write (governance/gathering.py). 0 sends each at once.
+TASK_GATHER_MS = env_int("TASK_GATHER_MS", 500)
 AUDIT_SEAL_OVERDUE_SECONDS = env_int("AUDIT_SEAL_OVERDUE_SECONDS", 300)
 # The change feed's JSON-lines sinks for a SIEM (docs/integrations.md): a file
 # path, and/or a syslog address ("/dev/log" or "host:port"); empty means off.

@@ -9,9 +9,9 @@ wait for each other's commits (issue 13).
 ``seal`` then gives a chain's committed unsealed entries, oldest id first, the
 next sequence numbers and their hashes, under the chain's advisory lock, which
 only sealers take. It runs shortly after each commit that recorded entries (a
-Celery task, which a process queues at most once per project every
-``AUDIT_SEAL_GATHER_MS``), every ``AUDIT_SEAL_SECONDS`` for every chain
-(beat, the safety net when a task was lost), and synchronously before anything reads the chain
+Celery task, one per project for the commits a process makes within
+``TASK_GATHER_MS``: ``governance/gathering.py``), every ``AUDIT_SEAL_SECONDS``
+for every chain (beat, the safety net when a task was lost), and synchronously before anything reads the chain
 (verification, checkpoints, the export, an erasure receipt). The change feed
 announces entries as they are sealed, so it carries them in chain order with
 their place in it. How an entry is hashed, and what breaks a chain, is
@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
-import time
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -38,6 +36,7 @@ from django.utils import timezone
 
 from governance import rls
 from governance.context import current_actor
+from governance.gathering import Gathering
 from governance.models import AuditEntry, Project
 from governance.rules.audit import GENESIS, entry_digest
 from governance.services import feed
@@ -128,38 +127,19 @@ def seal_after_commit(project_id: int | None) -> None:
     transaction.on_commit(lambda: _enqueue_seal(project_id), robust=True)
 
 
-# Per process: until when (monotonic clock) a seal task this process queued for a
-# project has not started yet, so a commit before then is sealed by it.
-_queued_seals: dict[int | None, float] = {}
-_queued_seals_lock = threading.Lock()
+def _send_seals(project_ids: list[int | None]) -> None:
+    from governance.tasks import seal_audit_chain  # governance.tasks imports the services
+
+    for project_id in project_ids:
+        seal_audit_chain.delay(project_id)
+
+
+# One seal per project for all the commits of a moment (governance/gathering.py).
+_seals: Gathering[int | None] = Gathering("audit seal", _send_seals)
 
 
 def _enqueue_seal(project_id: int | None) -> None:
-    """One seal task per project per ``AUDIT_SEAL_GATHER_MS``, not one per commit.
-
-    The first commit queues a task that starts after the window; commits in
-    the first half of the window rely on it, since it cannot start before they
-    committed (the other half is a margin for the worker's clock and the
-    broker). Writes of one project at volume thus share one task, which costs
-    the broker, the worker and the database a fraction of one per write; an
-    entry waits at most about the window for its seal, and the beat's sweep
-    (``AUDIT_SEAL_SECONDS``) still seals whatever a lost task left.
-    """
-    from governance.tasks import seal_audit_chain  # governance.tasks imports the services
-
-    window = settings.AUDIT_SEAL_GATHER_MS / 1000
-    if window <= 0 or seal_audit_chain.app.conf.task_always_eager:
-        # Eager tasks run here and now: nothing is queued that a later commit could rely on.
-        seal_audit_chain.delay(project_id)
-        return
-    now = time.monotonic()
-    with _queued_seals_lock:
-        if _queued_seals.get(project_id, 0.0) > now:
-            return
-    seal_audit_chain.apply_async((project_id,), countdown=window)
-    # Only once the broker took it: a send that failed must not stand for a seal.
-    with _queued_seals_lock:
-        _queued_seals[project_id] = now + window / 2
+    _seals.add(project_id)
 
 
 def change_field(

@@ -11,6 +11,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from governance.gathering import Gathering
 from governance.models import (
     Agent,
     Fact,
@@ -34,14 +35,16 @@ class FactStateError(Exception):
 
 
 def enqueue_embedding(fact_id: int) -> None:
-    from governance.tasks import embed_fact
+    """Queue the new fact's embedding for when this transaction commits.
 
-    # Robust: the fact is already committed when the broker is asked to take the
-    # task, so a broker that is down must not turn an accepted write into an
-    # error (Django logs the failure). The row itself is the outbox: an active
-    # fact without a vector is found by the embed_missing_facts sweep, which
-    # enqueues it again once the broker is back (docs/operations.md).
-    transaction.on_commit(lambda: embed_fact.delay(fact_id), robust=True)
+    Robust: the fact is already committed when the broker is asked to take the
+    task, so a broker that is down must not turn an accepted write into an
+    error (Django logs the failure). The row itself is the outbox: an active
+    fact without a vector is found by the embed_missing_facts sweep, which
+    enqueues it again once the broker is back (docs/operations.md). The facts
+    of a moment's commits go in one task (governance/gathering.py).
+    """
+    transaction.on_commit(lambda: _embeddings.add(fact_id), robust=True)
 
 
 # Facts per embedding task from a batch of writes: one model call each, well
@@ -55,12 +58,24 @@ def enqueue_embeddings(fact_ids: list[int]) -> None:
     Just as robust: the rows stay the outbox, and the sweep finds any fact
     whose task was lost.
     """
-    from governance.tasks import embed_facts
-
     for start in range(0, len(fact_ids), EMBED_TASK_FACTS):
         transaction.on_commit(
-            functools.partial(embed_facts.delay, fact_ids[start : start + EMBED_TASK_FACTS]), robust=True
+            functools.partial(_send_embeddings, fact_ids[start : start + EMBED_TASK_FACTS]), robust=True
         )
+
+
+def _send_embeddings(fact_ids: list[int]) -> None:
+    from governance.tasks import embed_fact, embed_facts
+
+    if len(fact_ids) == 1:
+        embed_fact.delay(fact_ids[0])
+        return
+    for start in range(0, len(fact_ids), EMBED_TASK_FACTS):
+        embed_facts.delay(fact_ids[start : start + EMBED_TASK_FACTS])
+
+
+# The new facts of a moment's commits, embedded by one task (governance/gathering.py).
+_embeddings: Gathering[int] = Gathering("embedding", _send_embeddings)
 
 
 def supersede_fact(

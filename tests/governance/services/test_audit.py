@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -317,7 +317,7 @@ def test_entries_without_a_project_form_a_chain_of_their_own(project):
 
 
 @pytest.fixture
-def seals_sent(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+def seals_sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
     """The seal tasks handed to the broker, each still sent for real."""
     from governance.tasks import seal_audit_chain
 
@@ -325,12 +325,13 @@ def seals_sent(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     send = seal_audit_chain.apply_async
 
     def counted(args: Any = None, kwargs: Any = None, **options: Any) -> Any:
-        sent.append((tuple(args or ()), options.get("countdown")))
+        sent.append(tuple(args or ()))
         return send(args, kwargs, **options)
 
     monkeypatch.setattr(seal_audit_chain, "apply_async", counted)
-    monkeypatch.setattr(audit, "_queued_seals", {})  # nothing queued by an earlier test
-    return sent
+    audit._seals.flush()  # nothing gathered by an earlier test
+    yield sent
+    audit._seals.flush()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -338,38 +339,36 @@ def seals_sent(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 def test_commits_in_quick_succession_share_one_seal_task_and_are_all_sealed(
     project, real_worker, seals_sent, settings
 ):
-    settings.AUDIT_SEAL_GATHER_MS = 2000  # wide, so a slow machine still commits inside it
+    settings.TASK_GATHER_MS = 1500  # wide, so a slow machine still commits inside it
     entries = [entry for _ in range(5) for entry in _record(project)]
+    assert seals_sent == []  # gathered, not sent yet
 
-    assert seals_sent == [((project.pk,), 2.0)]
-    # The one task, run by the worker process after the window, seals all five.
+    # The one task, sent when the moment is over, seals all five in the worker process.
     wait_until(
         lambda: AuditEntry.objects.filter(pk__in=[e.pk for e in entries], sequence__isnull=True).count() == 0,
         timeout=60,
     )
+    assert seals_sent == [(project.pk,)]
     assert verify_chain(project.pk) is None
 
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.worker
-def test_a_commit_after_the_first_half_of_the_window_queues_its_own_seal(
-    project, real_worker, seals_sent, settings
-):
-    settings.AUDIT_SEAL_GATHER_MS = 400
+def test_a_commit_after_the_moment_is_sealed_by_a_task_of_its_own(project, real_worker, seals_sent, settings):
+    settings.TASK_GATHER_MS = 200
     first = _record(project)
-    time.sleep(0.3)  # past the half the first task can be counted on for
+    wait_until(lambda: seals_sent, timeout=10)
     second = _record(project)
 
-    assert seals_sent == [((project.pk,), 0.4), ((project.pk,), 0.4)]
+    wait_until(lambda: len(seals_sent) == 2, timeout=10)
     ids = [first[0].pk, second[0].pk]
     wait_until(lambda: not AuditEntry.objects.filter(pk__in=ids, sequence__isnull=True).exists(), timeout=60)
 
 
 @pytest.mark.django_db(transaction=True)
 def test_eager_tasks_seal_each_commit_at_once(project, seals_sent):
-    # Tests and CELERY_TASK_ALWAYS_EAGER run tasks in place: nothing is queued to rely on.
+    # Tests and CELERY_TASK_ALWAYS_EAGER run tasks in place: nothing waits to be gathered.
     first = _record(project)
     second = _record(project)
     assert AuditEntry.objects.filter(pk__in=[first[0].pk, second[0].pk], sequence__isnull=True).count() == 0
-    assert seals_sent == [((project.pk,), None), ((project.pk,), None)]
-    assert audit._queued_seals == {}
+    assert seals_sent == [(project.pk,), (project.pk,)]

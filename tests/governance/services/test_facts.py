@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from typing import Any
 
 import pytest
 from django.conf import settings
+from django.db import transaction
 
 from governance.models import AuditEntry, Fact, Principal, Project, Tombstone
 from governance.rules.text import rekey_plain_digest
 from governance.selectors.audit import verify_chain
 from governance.services import facts as fact_service
 from governance.services.facts import statement_digest, withdraw_fact, withdraw_on_request
+from tests.helpers import wait_until
 from tests.personas import AgentPersona, FactFactory, PrincipalFactory
 
 pytestmark = pytest.mark.django_db
@@ -157,3 +160,36 @@ def test_statement_digest_is_keyed_with_the_tombstone_key(settings):
 def test_fact_factory_digests_like_the_services(project, alice):
     assert fact(project, alice, "active").statement_digest == statement_digest(STATEMENT)
     assert settings.TOMBSTONE_KEY
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.worker
+def test_the_new_facts_of_a_moment_are_embedded_by_one_task(
+    project, alice, real_worker, settings, monkeypatch
+):
+    from governance import tasks
+
+    sent: list[Any] = []
+    for task in (tasks.embed_fact, tasks.embed_facts):
+        send = task.apply_async
+
+        def counted(
+            args: Any = None, kwargs: Any = None, _send: Any = send, _name: str = task.name, **options: Any
+        ):
+            sent.append((_name, *tuple(args or ())))
+            return _send(args, kwargs, **options)
+
+        monkeypatch.setattr(task, "apply_async", counted)
+    settings.TASK_GATHER_MS = 1500  # wide, so a slow machine still commits inside it
+    fact_service._embeddings.flush()
+    facts = [
+        FactFactory.create(project=project, principal=alice, statement=f"Prefers seat {n}") for n in range(3)
+    ]
+    for fact in facts:
+        with transaction.atomic():  # each its own commit, as three writes would be
+            fact_service.enqueue_embedding(fact.pk)
+    assert sent == []  # gathered, not sent yet
+
+    ids = [fact.pk for fact in facts]
+    wait_until(lambda: Fact.objects.filter(pk__in=ids, embedded_at__isnull=False).count() == 3, timeout=120)
+    assert sent == [("governance.tasks.embed_facts", ids)]

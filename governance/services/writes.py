@@ -8,7 +8,7 @@ the audit trail in the same transaction.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import EllipsisType
@@ -157,13 +157,7 @@ def submit_write(
     ``embed_later`` collects the id of a new fact instead of queueing its
     embedding, for a caller that queues one task for many (``submit_batch``).
     """
-    allowed = claimable_sources(agent)
-    if request.source_type not in allowed:
-        raise SourceNotAllowed(request.source_type, allowed)
-    # The reference is rendered inside every item's provenance tag (R3, R10).
-    problem = ref_problem(request.source_ref)
-    if problem:
-        raise UnknownReference("source.ref", problem)
+    _refuse_unclaimable(agent, request)
     digest = request.digest()
     if idempotency_key:
         existing = _replay(agent, idempotency_key, digest)
@@ -258,6 +252,123 @@ def submit_batch(agent: Agent, requests: Sequence[WriteRequest]) -> list[BatchOu
     return outcomes
 
 
+def _refuse_unclaimable(agent: Agent, request: WriteRequest) -> None:
+    """Refuse a source type this agent may not claim, or a reference that is not an identifier."""
+    allowed = claimable_sources(agent)
+    if request.source_type not in allowed:
+        raise SourceNotAllowed(request.source_type, allowed)
+    # The reference is rendered inside every item's provenance tag (R3, R10).
+    problem = ref_problem(request.source_ref)
+    if problem:
+        raise UnknownReference("source.ref", problem)
+
+
+def _judge(
+    agent: Agent,
+    request: WriteRequest,
+    seen: Seen,
+    *,
+    fingerprint: str,
+    current: Fact | None,
+    has_principal: bool,
+    derived_max_authority: int | None,
+    embedding: tuple[float, ...] | None,
+    extra_findings: tuple[guard.Finding, ...] = (),
+    auto_approve_min_authority: int | None = None,
+) -> tuple[guard.GuardResult, list[dict[str, str]], str]:
+    """The guard's verdict on a write (R4, R5, R16) against what it meets in the store:
+    the result, the findings as stored, and the outcome before conflicts are considered."""
+    assert agent.active_policy is not None, "every agent has an active policy version"
+    context = guard.GuardContext(
+        source_caps=supersession_rules.effective_caps(agent.project.source_caps),
+        fingerprint_key=fingerprint_key(),
+        rejected_fingerprints=frozenset([fingerprint]) if seen.rejected else frozenset(),
+        tombstones={fingerprint: str(seen.tombstone_id)} if seen.tombstone_id is not None else {},
+        tombstone_values=seen.tombstone_values,
+        recent_agent_statements=seen.recent_statements,
+        recent_derived_writes=seen.recent_derived,
+        verified_statement_for_key=current.statement
+        if current and current.confidence == "verified"
+        else None,
+        semantic_required=True,
+    )
+    proposal = guard.WriteProposal(
+        statement=request.statement,
+        kind=request.kind,
+        key=request.key,
+        has_principal=has_principal,
+        source_type=request.source_type,
+        source_ref=request.source_ref,
+        requested_authority=request.authority,
+        derived_from_retrieval=derived_max_authority is not None,
+        derived_max_authority=derived_max_authority,
+        embedding=embedding,
+    )
+    floor = auto_approve_min_authority or agent.active_policy.policy.auto_approve_min_authority
+    result = guard.check_write(proposal, context, auto_approve_min_authority=floor)
+    findings = [f.to_dict() for f in (*result.findings, *extra_findings)]
+    return result, findings, _escalate(result.outcome, extra_findings)
+
+
+def _write_row(
+    agent: Agent,
+    request: WriteRequest,
+    *,
+    pk: int,
+    principal: Principal | None,
+    session: Session | None,
+    idempotency_key: str | None,
+    digest: str,
+    fingerprint: str,
+    authority: int,
+    derived: RetrievalEvent | None,
+    now: datetime,
+) -> Write:
+    """The Write row as submitted, not yet saved (its outcome is set once conflicts are known)."""
+    return Write(
+        pk=pk,
+        project=agent.project,
+        agent=agent,
+        principal=principal,
+        session=session,
+        idempotency_key=idempotency_key,
+        request_digest=digest,
+        kind=request.kind,
+        key=request.key,
+        statement=request.statement,
+        fingerprint=fingerprint,
+        source_type=request.source_type,
+        source_ref=request.source_ref,
+        source_observed_at=request.source_observed_at,
+        requested_authority=request.authority,
+        authority=authority,
+        valid_from=request.valid_from,
+        valid_to=request.valid_to,
+        derived_from_retrieval=derived,
+        created_at=now,
+    )
+
+
+def _refuse_when_queue_full(outcome: str, waiting: int) -> None:
+    """One agent cannot bury the reviewers. ``waiting`` came with the look-ups
+    (write_agent_waiting_idx); concurrent writes may overshoot the limit by a
+    few: it bounds a flood, not an exact number."""
+    if outcome in ("pending_review", "quarantined") and waiting >= settings.MAX_PENDING_WRITES_PER_AGENT:
+        raise ReviewQueueFull(settings.MAX_PENDING_WRITES_PER_AGENT)
+
+
+def _entry_data(write: Write, *, supersedes: Sequence[Fact], corroborated: Fact | None) -> dict[str, Any]:
+    """What the write's audit entry says."""
+    return {
+        "outcome": write.outcome,
+        "checks": sorted({f["check"] for f in write.findings}),
+        "fact": write.fact.pk if write.fact else None,
+        "supersedes": [f.pk for f in supersedes],
+        "corroborates": corroborated.pk if corroborated else None,
+        "statement_digest": statement_digest(write.statement),
+    }
+
+
 def _replay(agent: Agent, idempotency_key: str, digest: str) -> Write | None:
     existing = Write.objects.filter(agent=agent, idempotency_key=idempotency_key).first()
     if existing is None:
@@ -338,57 +449,30 @@ def _submit(
         # (which found nothing of a principal that did not exist).
         principal = seen.principal or _principal(agent, request.principal)
 
-    context = guard.GuardContext(
-        source_caps=supersession_rules.effective_caps(project.source_caps),
-        fingerprint_key=fingerprint_key(),
-        rejected_fingerprints=frozenset([fingerprint]) if seen.rejected else frozenset(),
-        tombstones={fingerprint: str(seen.tombstone_id)} if seen.tombstone_id is not None else {},
-        tombstone_values=seen.tombstone_values,
-        recent_agent_statements=seen.recent_statements,
-        recent_derived_writes=seen.recent_derived,
-        verified_statement_for_key=current.statement
-        if current and current.confidence == "verified"
-        else None,
-        semantic_required=True,
-    )
-    proposal = guard.WriteProposal(
-        statement=request.statement,
-        kind=request.kind,
-        key=request.key,
+    result, findings, outcome = _judge(
+        agent,
+        request,
+        seen,
+        fingerprint=fingerprint,
+        current=current,
         has_principal=principal is not None,
-        source_type=request.source_type,
-        source_ref=request.source_ref,
-        requested_authority=request.authority,
-        derived_from_retrieval=derived is not None,
         derived_max_authority=_derived_max_authority(derived) if derived else None,
         embedding=embedding,
+        extra_findings=extra_findings,
+        auto_approve_min_authority=auto_approve_min_authority,
     )
-    floor = auto_approve_min_authority or policy.auto_approve_min_authority
-    result = guard.check_write(proposal, context, auto_approve_min_authority=floor)
-    findings = [f.to_dict() for f in (*result.findings, *extra_findings)]
-    outcome = _escalate(result.outcome, extra_findings)
-
-    write = Write(
+    write = _write_row(
+        agent,
+        request,
         pk=seen.write_id,
-        project=project,
-        agent=agent,
         principal=principal,
         session=session,
         idempotency_key=idempotency_key,
-        request_digest=digest,
-        kind=request.kind,
-        key=request.key,
-        statement=request.statement,
+        digest=digest,
         fingerprint=fingerprint,
-        source_type=request.source_type,
-        source_ref=request.source_ref,
-        source_observed_at=request.source_observed_at,
-        requested_authority=request.authority,
         authority=result.authority,
-        valid_from=request.valid_from,
-        valid_to=request.valid_to,
-        derived_from_retrieval=derived,
-        created_at=now,
+        derived=derived,
+        now=now,
     )
 
     supersedes: list[Fact] = []
@@ -469,15 +553,8 @@ def _submit(
                 }
             )
 
-    # One agent cannot bury the reviewers. The count came with the look-ups
-    # (write_agent_waiting_idx); concurrent writes may overshoot the limit by a
-    # few: it bounds a flood, not an exact number.
-    if (
-        outcome in ("pending_review", "quarantined")
-        and corroborated is None
-        and seen.waiting >= settings.MAX_PENDING_WRITES_PER_AGENT
-    ):
-        raise ReviewQueueFull(settings.MAX_PENDING_WRITES_PER_AGENT)
+    if corroborated is None:
+        _refuse_when_queue_full(outcome, seen.waiting)
 
     write.findings = findings
     write.risk = _risk(findings)
@@ -532,14 +609,7 @@ def _submit(
     # The 201 body is complete here (the ids were allocated with the look-ups),
     # so it goes in with the row instead of an UPDATE after it.
     write.response = write_response(write, supersedes=[f.pk for f in supersedes])
-    entry_data = {
-        "outcome": outcome,
-        "checks": sorted({f["check"] for f in findings}),
-        "fact": write.fact.pk if write.fact else None,
-        "supersedes": [f.pk for f in supersedes],
-        "corroborates": corroborated.pk if corroborated else None,
-        "statement_digest": statement_digest(request.statement),
-    }
+    entry_data = _entry_data(write, supersedes=supersedes, corroborated=corroborated)
     # Uncertain readings to flag once the new fact is active.
     new_fact = write.fact if corroborated is None else None
     flags = bool(uncertain) and new_fact is not None and new_fact.status == "active"
@@ -690,19 +760,21 @@ def _duplicate_of(request: WriteRequest, fingerprint: str, current: Fact | None,
     if current is not None:
         same = current.fingerprint == fingerprint or near_duplicate(current.statement, request.statement)
         return current if same else None
-    if request.key:
-        return None
-    found = seen.exact_duplicate_id
-    if found is None:
-        wanted = normalise_statement(request.statement)
-        found = next(
-            (pk for pk, statement in seen.candidates if near_duplicate(statement, wanted)),
-            None,
-        )
+    found = _duplicate_id(request, seen)
     if found is None:
         return None
     # Locked: corroborate_fact updates it, and a withdrawal may be under way.
     return Fact.objects.select_for_update().filter(pk=found, status="active").first()
+
+
+def _duplicate_id(request: WriteRequest, seen: Seen) -> int | None:
+    """The active fact an unkeyed write repeats, exactly or nearly in words, among those it met."""
+    if request.key:
+        return None
+    if seen.exact_duplicate_id is not None:
+        return seen.exact_duplicate_id
+    wanted = normalise_statement(request.statement)
+    return next((pk for pk, statement in seen.candidates if near_duplicate(statement, wanted)), None)
 
 
 # Newest active facts of the same principal, session and kind compared for a
@@ -867,19 +939,29 @@ def _contradicted_facts(
     )
     if exclude is not None:
         pool = pool.exclude(pk=exclude.pk)
-    found: list[tuple[int, contradictions.Contradiction]] = []
     # Only what the comparison reads: whole rows (vectors included) of 200 facts
     # were most of this look-up's time.
-    for pk, statement, key in pool.values_list("pk", "statement", "key")[:CONTRADICTION_POOL]:
-        conflict = contradictions.contradiction(request.statement, statement, new_claims=claims, old_key=key)
-        if conflict is not None:
-            found.append((pk, conflict))
+    found = _contradictions(request, claims, pool.values_list("pk", "statement", "key")[:CONTRADICTION_POOL])
     if not found:
         return []
     # Locks what may be superseded, in id order so two writes cannot deadlock.
     rows = Fact.objects.select_for_update().filter(pk__in=[pk for pk, _ in found]).order_by("pk")
     locked = {f.pk: f for f in rows}
     return [(locked[pk], c) for pk, c in found if pk in locked and locked[pk].status == "active"]
+
+
+def _contradictions(
+    request: WriteRequest,
+    claims: tuple[contradictions.Claim, ...],
+    pool: Iterable[tuple[int, str, str | None]],
+) -> list[tuple[int, contradictions.Contradiction]]:
+    """The facts of ``pool`` (id, statement, key) whose value the write's statement contradicts."""
+    found: list[tuple[int, contradictions.Contradiction]] = []
+    for pk, statement, key in pool:
+        conflict = contradictions.contradiction(request.statement, statement, new_claims=claims, old_key=key)
+        if conflict is not None:
+            found.append((pk, conflict))
+    return found
 
 
 def _incumbent(fact: Fact) -> supersession_rules.Incumbent:

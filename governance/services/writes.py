@@ -1076,9 +1076,12 @@ def _insert_together(*rows: models.Model) -> None:
             for f in meta.local_concrete_fields
             if not f.generated and (run[0].pk is not None or f is not meta.auto_field)
         ]
-        query = InsertQuery(type(run[0]))
-        query.insert_values(fields, run)
-        [(sql, values)] = query.get_compiler(using=connection.alias).as_sql()
+        if len(run) > 1:
+            sql, values = _unnest_insert(run, fields)
+        else:
+            query = InsertQuery(type(run[0]))
+            query.insert_values(fields, run)
+            [(sql, values)] = query.get_compiler(using=connection.alias).as_sql()
         statements.append(sql)
         params.extend(values)
     *first, last = statements
@@ -1089,6 +1092,23 @@ def _insert_together(*rows: models.Model) -> None:
     for row in rows:
         row._state.adding = False
         row._state.db = connection.alias
+
+
+def _unnest_insert(
+    rows: Sequence[models.Model], fields: Sequence[models.Field[Any, Any]]
+) -> tuple[str, list[Any]]:
+    """A multi-row INSERT with one array per column (``INSERT ... SELECT * FROM UNNEST(...)``),
+    the values prepared as ``save()`` prepares them (``pre_save``, ``get_db_prep_save``).
+
+    Django 5.2's own UNNEST insert does the same, but compiles every value of every row
+    separately, which cost a 500-write batch more than half its time (issue 13), and falls
+    back to a VALUES list for a vector column; a vector's database value is its text form,
+    which PostgreSQL casts element by element like any other array."""
+    table = connection.ops.quote_name(rows[0]._meta.db_table)
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    arrays = ", ".join(f"%s::{f.db_type(connection).split('(')[0]}[]" for f in fields)  # type: ignore[union-attr]
+    values = [[f.get_db_prep_save(f.pre_save(row, True), connection) for row in rows] for f in fields]
+    return f"INSERT INTO {table} ({columns}) SELECT * FROM UNNEST({arrays})", values
 
 
 def _escalate(outcome: str, findings: tuple[guard.Finding, ...]) -> str:

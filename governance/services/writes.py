@@ -1101,11 +1101,12 @@ def _unnest_insert(
     the values prepared as ``save()`` prepares them (``pre_save``, ``get_db_prep_save``).
 
     Django 5.2's own UNNEST insert does the same, but compiles every value of every row
-    separately, which cost a 500-write batch more than half its time (issue 13), and falls
+    separately, which cost a 500-write batch nearly half its time (issue 13), and falls
     back to a VALUES list for a vector column; a vector's database value is its text form,
     which PostgreSQL casts element by element like any other array."""
     table = connection.ops.quote_name(rows[0]._meta.db_table)
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    # Concrete fields always have a column and a database type (the stubs allow None).
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)  # type: ignore[arg-type]
     arrays = ", ".join(f"%s::{f.db_type(connection).split('(')[0]}[]" for f in fields)  # type: ignore[union-attr]
     values = [[f.get_db_prep_save(f.pre_save(row, True), connection) for row in rows] for f in fields]
     return f"INSERT INTO {table} ({columns}) SELECT * FROM UNNEST({arrays})", values

@@ -309,7 +309,7 @@ def without_ids(text: str) -> str:
 def stored(project_id: int) -> dict[str, list[Any]]:
     """What a project holds after its writes, without ids, times or the agent's name."""
     facts = Fact.objects.filter(project_id=project_id).order_by("id")
-    statement_of = {f.pk: f.statement for f in facts}
+    statement_of: dict[int | None, str] = {f.pk: f.statement for f in facts}
     entries = AuditEntry.objects.filter(project_id=project_id, action="write.submitted")
     first_write = entries.order_by("id").values_list("id", flat=True).first()
     return {

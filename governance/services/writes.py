@@ -7,8 +7,9 @@ the audit trail in the same transaction.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import EllipsisType
@@ -157,13 +158,7 @@ def submit_write(
     ``embed_later`` collects the id of a new fact instead of queueing its
     embedding, for a caller that queues one task for many (``submit_batch``).
     """
-    allowed = claimable_sources(agent)
-    if request.source_type not in allowed:
-        raise SourceNotAllowed(request.source_type, allowed)
-    # The reference is rendered inside every item's provenance tag (R3, R10).
-    problem = ref_problem(request.source_ref)
-    if problem:
-        raise UnknownReference("source.ref", problem)
+    _refuse_unclaimable(agent, request)
     digest = request.digest()
     if idempotency_key:
         existing = _replay(agent, idempotency_key, digest)
@@ -218,44 +213,549 @@ class BatchOutcome:
 
 
 def submit_batch(agent: Agent, requests: Sequence[WriteRequest]) -> list[BatchOutcome]:
-    """Up to MAX_BATCH writes in one transaction, each through ``submit_write`` (imports).
+    """Up to MAX_BATCH writes in one transaction, each judged as ``submit_write`` judges it (imports).
 
     Every write passes the same guard, conflict and supersession checks as a
-    single write, in the order given, so a later write sees the earlier ones.
-    Each runs in its own savepoint: a refused write leaves nothing behind and
-    does not stop the others. The guard's embeddings are computed in one model
-    call before the transaction, which is where a batch saves most of its time.
+    single write, in the order given, so a later write sees the earlier ones,
+    and a refused write leaves nothing behind and does not stop the others.
+    The guard's embeddings are computed in one model call before the
+    transaction. What the writes meet in the store is read for all of them
+    in a few statements up front (``_Batch``); a write that meets nothing but
+    the guard (a new fact, a review, a refusal: the common import) is judged
+    against that reading and what the batch added, and its fact, write and
+    audit entry join one multi-row INSERT. A write that meets more (a fact
+    to supersede or corroborate, a conflict, a session, a retrieval) goes
+    through ``submit_write`` in its own savepoint, once the rows before it are
+    inserted, and the batch then reads that person's facts afresh that way too.
     """
     if len(requests) > MAX_BATCH:
         raise ValueError(f"At most {MAX_BATCH} writes per batch.")
     vectors = guard_embeddings([r.statement for r in requests])
     outcomes: list[BatchOutcome] = []
-    new_facts: list[int] = []
-    # Only principals of writes that stayed: a refused write's savepoint takes
-    # back a principal it created.
-    principals: dict[str, Principal] = {}
     with transaction.atomic(), audit.one_seal_per_chain():
-        # The batch's principals that exist already, in one read instead of one each.
-        named = {r.principal for r in requests if r.principal is not None}
-        if named:
-            principals.update(
-                (p.external_id, p)
-                for p in Principal.objects.filter(project=agent.project, external_id__in=named)
-            )
-        for request, vector in zip(requests, vectors, strict=True):
+        batch = _Batch(agent, requests)
+        for index, (request, vector) in enumerate(zip(requests, vectors, strict=True)):
             try:
-                write = submit_write(
-                    agent, request, guard_vector=vector, embed_later=new_facts, principals=principals
-                )
+                write = batch.take(index, request, vector)
+                if write is None:
+                    batch.flush(outcomes)
+                    write = batch.one_by_one(request, vector)
             except REFUSALS as exc:
                 outcomes.append(BatchOutcome(write=None, refusal=exc))
             else:
                 outcomes.append(BatchOutcome(write=write, refusal=None))
-                if write.principal is not None:
-                    principals[write.principal.external_id] = write.principal
+        batch.flush(outcomes)
         # One task for the batch's new facts, queued when the batch commits.
-        enqueue_embeddings(new_facts)
+        enqueue_embeddings(
+            [
+                o.write.fact_id
+                for o in outcomes
+                if o.write is not None and o.write.fact_id is not None and o.write.corroborated_id is None
+            ]
+        )
     return outcomes
+
+
+@dataclass
+class _Taken:
+    """A write of the batch judged against the batch's reading, its rows not inserted yet."""
+
+    index: int
+    request: WriteRequest
+    vector: tuple[float, ...] | None
+    write: Write
+    entry: models.Model
+    principal: Principal | None  # new with this write, inserted with it
+
+
+class _Batch:
+    """What a batch's writes meet in the store, read for all of them at once (the per-write
+    ``_what_the_write_meets`` and ``lock_active_fact``, set-based), and kept up to date with
+    what the batch adds, so each write is judged as if the ones before it were stored.
+
+    Only facts of people (a principal, no session) are followed this way. Once a write of a
+    person went through ``submit_write``, which may have superseded, corroborated or flagged
+    that person's facts, the reading no longer describes them: that person's later writes go
+    the same way. What is the agent's (its recent statements, writes waiting for review) and
+    the project's (rejected assertions) is followed for every write.
+    """
+
+    def __init__(self, agent: Agent, requests: Sequence[WriteRequest]) -> None:
+        assert agent.active_policy is not None, "every agent has an active policy version"
+        self.agent = agent
+        self.encoding = agent.active_policy.policy.encoding
+        self.key = fingerprint_key()
+        self.taken: list[_Taken] = []
+        # People whose facts the batch no longer follows (see above).
+        self.one_by_one_for: set[str | None] = set()
+        # After a race with another transaction, every write goes one by one.
+        self.gave_up = False
+        self.principals: dict[str, Principal] = {}
+        named = {r.principal for r in requests if r.principal is not None}
+        if named:
+            self.principals.update(
+                (p.external_id, p)
+                for p in Principal.objects.filter(project=agent.project, external_id__in=named)
+            )
+        self.fingerprints = [statement_fingerprint(r.statement, self.key) for r in requests]
+        self._read_the_agent(requests, new_people=len(named - self.principals.keys()))
+        self._read_the_facts(requests)
+        # Facts the batch made active, per person, oldest first.
+        self.made: dict[str, list[Fact]] = {}
+
+    def _read_the_agent(self, requests: Sequence[WriteRequest], *, new_people: int) -> None:
+        """Ids for every write, fact and new person, and what the guard reads beyond the facts,
+        in one statement."""
+        project_id, now = self.agent.project_id, timezone.now()
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT"
+                " ARRAY(SELECT nextval(pg_get_serial_sequence('governance_write', 'id'))"
+                " FROM generate_series(1, %s)),"
+                " ARRAY(SELECT nextval(pg_get_serial_sequence('governance_fact', 'id'))"
+                " FROM generate_series(1, %s)),"
+                " ARRAY(SELECT nextval(pg_get_serial_sequence('governance_principal', 'id'))"
+                " FROM generate_series(1, %s)),"
+                " ARRAY(SELECT DISTINCT w.fingerprint FROM governance_write w WHERE w.project_id = %s"
+                " AND w.status = 'rejected' AND w.fingerprint = ANY(%s::text[])),"
+                " (SELECT json_agg(json_build_array(t.fingerprint, t.id) ORDER BY t.id)"
+                " FROM governance_tombstone t WHERE t.project_id = %s AND t.fingerprint = ANY(%s::text[])),"
+                " (SELECT json_agg(json_build_array(r.created_at, r.statement) ORDER BY r.created_at DESC)"
+                " FROM (SELECT w.created_at, w.statement FROM governance_write w WHERE w.agent_id = %s"
+                " AND w.created_at >= %s AND w.statement <> '' ORDER BY w.created_at DESC LIMIT 50) r),"
+                " (SELECT count(*) FROM governance_write w WHERE w.agent_id = %s"
+                " AND w.status IN ('pending_review', 'quarantined'))",
+                [
+                    len(requests),
+                    len(requests),
+                    new_people,
+                    project_id,
+                    self.fingerprints,
+                    project_id,
+                    self.fingerprints,
+                    self.agent.pk,
+                    now - BURST_WINDOW,
+                    self.agent.pk,
+                ],
+            )
+            write_ids, fact_ids, principal_ids, rejected, tombstones, recent, waiting = cursor.fetchone()
+        # Ids for write i and its fact, allocated before they are needed so that the write, its
+        # 201 body and its audit entry are complete before the INSERT (as in submit_write).
+        self.ids = {i: (w, f) for i, (w, f) in enumerate(zip(write_ids, fact_ids, strict=True))}
+        self.principal_ids = list(principal_ids)
+        self.rejected: set[str] = set(rejected)
+        self.tombstones: dict[str, int] = {}
+        for fingerprint, pk in _json(tombstones):
+            self.tombstones.setdefault(fingerprint, pk)
+        # Newest first, as the guard reads them.
+        self.recent = [(datetime.fromisoformat(at), statement) for at, statement in _json(recent)]
+        self.waiting: int = waiting
+
+    def _read_the_facts(self, requests: Sequence[WriteRequest]) -> None:
+        """The facts and tombstones of the batch's people that the writes may meet, in one
+        statement: active facts holding a key a write names, active facts a write repeats
+        word for word, the newest facts of each (person, kind) for a near-duplicate, the
+        newest of each person for a contradiction, and tombstones sharing a value with a write."""
+        people = sorted({self.principals[r.principal].pk for r in requests if r.principal in self.principals})
+        self.active_keys: set[tuple[str, str]] = set()
+        self.exact: dict[tuple[str, str, str], int] = {}
+        self.pools: dict[tuple[str, str], list[tuple[int, str]]] = {}
+        self.contradiction_pools: dict[str, list[tuple[datetime, int, str, str | None]]] = {}
+        self.tombstone_values: dict[str, list[tuple[int, frozenset[str]]]] = {}
+        self.digests = [sorted(identifiers.value_digests(r.statement, self.key)) for r in requests]
+        if not people:
+            return
+        names = {p.pk: p.external_id for p in self.principals.values()}
+        project_id = self.agent.project_id
+        keys = sorted({r.key for r in requests if r.key})
+        slots = sorted(
+            {
+                (self.principals[r.principal].pk, r.kind)
+                for r in requests
+                if r.principal in self.principals and not r.key
+            }
+        )
+        claimants = sorted(
+            {
+                self.principals[r.principal].pk
+                for r in requests
+                if r.principal in self.principals and _claims(r)
+            }
+        )
+        digests = sorted({d for ds in self.digests for d in ds})
+        active = "f.project_id = %s AND f.session_id IS NULL AND f.status = 'active'"
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT"
+                " (SELECT json_agg(json_build_array(f.principal_id, f.key)) FROM governance_fact f"
+                f" WHERE {active} AND f.principal_id = ANY(%s::bigint[]) AND f.key = ANY(%s::text[])),"
+                " (SELECT json_agg(json_build_array(f.principal_id, f.kind, f.fingerprint, f.id)"
+                f" ORDER BY f.id) FROM governance_fact f WHERE {active}"
+                " AND f.principal_id = ANY(%s::bigint[]) AND f.fingerprint = ANY(%s::text[])),"
+                " (SELECT json_agg(json_build_array(s.principal_id, s.kind, c.id, c.statement))"
+                " FROM unnest(%s::bigint[], %s::varchar[]) s(principal_id, kind) CROSS JOIN LATERAL"
+                f" (SELECT f.id, f.statement FROM governance_fact f WHERE {active}"
+                " AND f.principal_id = s.principal_id AND f.kind = s.kind"
+                f" ORDER BY f.id DESC LIMIT {NEAR_DUPLICATE_POOL}) c),"
+                " (SELECT json_agg(json_build_array(s.principal_id, c.source_observed_at, c.id, c.statement,"
+                " c.key)) FROM unnest(%s::bigint[]) s(principal_id) CROSS JOIN LATERAL"
+                " (SELECT f.id, f.statement, f.key, f.source_observed_at FROM governance_fact f"
+                f" WHERE {active}"
+                " AND f.principal_id = s.principal_id AND f.kind NOT IN ('slot', 'summary')"
+                f" ORDER BY f.source_observed_at DESC, f.id DESC LIMIT {CONTRADICTION_POOL}) c),"
+                " (SELECT json_agg(json_build_array(f.principal_id, t.id, t.value_digests) ORDER BY t.id)"
+                " FROM governance_tombstone t JOIN governance_fact f ON f.id = t.fact_id"
+                " WHERE t.project_id = %s AND f.principal_id = ANY(%s::bigint[])"
+                " AND t.value_digests && %s::varchar(64)[])",
+                [
+                    project_id,
+                    people,
+                    keys,
+                    project_id,
+                    people,
+                    self.fingerprints,
+                    [pk for pk, _ in slots],
+                    [kind for _, kind in slots],
+                    project_id,
+                    claimants,
+                    project_id,
+                    project_id,
+                    people,
+                    digests,
+                ],
+            )
+            held, exact, pools, contradiction_pools, tombstones = cursor.fetchone()
+        self.active_keys = {(names[pk], key) for pk, key in _json(held)}
+        for pk, kind, fingerprint, fact_id in _json(exact):
+            self.exact.setdefault((names[pk], kind, fingerprint), fact_id)
+        for pk, kind, fact_id, statement in _json(pools):
+            self.pools.setdefault((names[pk], kind), []).append((fact_id, statement))
+        for pool in self.pools.values():
+            pool.sort(reverse=True)
+        for pk, observed_at, fact_id, statement, key in _json(contradiction_pools):
+            self.contradiction_pools.setdefault(names[pk], []).append(
+                (datetime.fromisoformat(observed_at), fact_id, statement, key)
+            )
+        for pk, tombstone_id, values in _json(tombstones):
+            self.tombstone_values.setdefault(names[pk], []).append((tombstone_id, frozenset(values)))
+
+    def take(self, index: int, request: WriteRequest, vector: tuple[float, ...] | None) -> Write | None:
+        """The write, judged against the batch's reading and its rows queued for ``flush``; or None
+        when it meets more than the guard and goes through ``submit_write`` instead."""
+        _refuse_unclaimable(self.agent, request)
+        name = request.principal
+        if (
+            self.gave_up
+            or name is None
+            or name in self.one_by_one_for
+            or request.session
+            or request.kind == "slot"
+            or request.derived_from_retrieval is not None
+            or (request.key and (name, request.key) in self.active_keys)
+        ):
+            return None
+        if index not in self.ids:
+            self._allocate(index)
+        write_id, fact_id = self.ids[index]
+        now = timezone.now()
+        fingerprint = self.fingerprints[index]
+        made = self.made.get(name, [])
+        same_slot = [f for f in made if f.kind == request.kind]
+        exact = next((f.pk for f in same_slot if f.fingerprint == fingerprint), None)
+        digests = set(self.digests[index])
+        seen = Seen(
+            write_id=write_id,
+            fact_id=fact_id,
+            rejected=fingerprint in self.rejected,
+            tombstone_id=self.tombstones.get(fingerprint),
+            tombstone_values={
+                str(pk): values
+                for pk, values in [t for t in self.tombstone_values.get(name, []) if t[1] & digests][
+                    :TOMBSTONE_VALUE_MATCHES
+                ]
+            },
+            recent_statements=tuple(s for at, s in self.recent if at >= now - BURST_WINDOW)[:50],
+            # Only a derived write is judged by it, and those go one by one.
+            recent_derived=0,
+            waiting=self.waiting,
+            exact_duplicate_id=self.exact.get((name, request.kind, fingerprint), exact),
+            candidates=(
+                *((f.pk, f.statement) for f in reversed(same_slot)),
+                *self.pools.get((name, request.kind), []),
+            )[:NEAR_DUPLICATE_POOL],
+        )
+        result, findings, outcome = _judge(
+            self.agent,
+            request,
+            seen,
+            fingerprint=fingerprint,
+            current=None,
+            has_principal=True,
+            derived_max_authority=None,
+            embedding=vector,
+        )
+        if outcome in ("active", "pending_review") and _duplicate_id(request, seen) is not None:
+            return None  # corroboration
+        claims = _claims(request) if outcome != "rejected" else ()
+        if claims:
+            pool = sorted(
+                [
+                    *self.contradiction_pools.get(name, []),
+                    *(
+                        (f.source_observed_at, f.pk, f.statement, f.key)
+                        for f in made
+                        if f.kind not in ("slot", "summary")
+                    ),
+                ],
+                key=lambda c: (c[0], c[1]),
+                reverse=True,
+            )[:CONTRADICTION_POOL]
+            if _contradictions(request, claims, ((pk, text, key) for _, pk, text, key in pool)):
+                return None  # a supersession, a review or a flagged pair
+        _refuse_when_queue_full(outcome, seen.waiting)
+
+        principal = self.principals.get(name)
+        new_principal = None
+        if principal is None:
+            # First mention: the person is inserted with this write, with an id allocated above.
+            principal = new_principal = Principal(
+                pk=self.principal_ids.pop(0), project=self.agent.project, external_id=name
+            )
+            self.principals[name] = principal
+        write = _write_row(
+            self.agent,
+            request,
+            pk=seen.write_id,
+            principal=principal,
+            session=None,
+            idempotency_key=None,
+            digest=request.digest(),
+            fingerprint=fingerprint,
+            authority=result.authority,
+            derived=None,
+            now=now,
+        )
+        write.findings = findings
+        write.risk = _risk(findings)
+        write.outcome = write.status = outcome
+        if outcome in ("active", "pending_review", "quarantined"):
+            write.fact = _new_fact(
+                self.agent,
+                write,
+                principal,
+                None,
+                pk=seen.fact_id,
+                status=outcome,
+                policy_encoding=self.encoding,
+                embedding=fact_vector_from_guard(request.statement, vector),
+            )
+        write.response = write_response(write, supersedes=[])
+        entry = audit.next_entry(
+            self.agent.project,
+            "write.submitted",
+            write,
+            data=_entry_data(write, supersedes=(), corroborated=None),
+        )
+        self.taken.append(_Taken(index, request, vector, write, entry, new_principal))
+        self._saw(write, now)
+        if write.fact is not None and write.fact.status == "active":
+            self.made.setdefault(name, []).append(write.fact)
+            if write.fact.key:
+                self.active_keys.add((name, write.fact.key))
+        return write
+
+    def _allocate(self, first: int) -> None:
+        """Fresh ids for the writes from ``first`` on, after a write that went one by one took
+        ids of its own: ids keep the batch's order, which "newest" means in every look-up."""
+        count = len(self.fingerprints) - first
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT ARRAY(SELECT nextval(pg_get_serial_sequence('governance_write', 'id'))"
+                " FROM generate_series(1, %s)),"
+                " ARRAY(SELECT nextval(pg_get_serial_sequence('governance_fact', 'id'))"
+                " FROM generate_series(1, %s))",
+                [count, count],
+            )
+            write_ids, fact_ids = cursor.fetchone()
+        self.ids = {first + i: ids for i, ids in enumerate(zip(write_ids, fact_ids, strict=True))}
+
+    def _saw(self, write: Write, now: datetime) -> None:
+        """What the next writes of the agent meet because of this one."""
+        if write.statement:
+            self.recent.insert(0, (now, write.statement))
+        if write.status in ("pending_review", "quarantined"):
+            self.waiting += 1
+        if write.status == "rejected":
+            self.rejected.add(write.fingerprint)
+
+    def one_by_one(self, request: WriteRequest, vector: tuple[float, ...] | None) -> Write:
+        """``submit_write`` for a write that meets more than the guard, in its own savepoint."""
+        write = submit_write(
+            self.agent,
+            request,
+            guard_vector=vector,
+            embed_later=[],  # submit_batch queues the batch's facts together
+            principals=self.principals,
+        )
+        # Only principals of writes that stayed: a refused write's savepoint takes
+        # back a principal it created.
+        if write.principal is not None:
+            self.principals[write.principal.external_id] = write.principal
+        self.one_by_one_for.add(request.principal)
+        self.ids.clear()
+        self._saw(write, write.created_at)
+        return write
+
+    def flush(self, outcomes: list[BatchOutcome]) -> None:
+        """INSERT the rows of the writes taken so far, in the batch's order, in one statement."""
+        if not self.taken:
+            return
+        taken, self.taken = self.taken, []
+        rows: list[models.Model] = [t.principal for t in taken if t.principal is not None]
+        rows += [t.write.fact for t in taken if t.write.fact is not None]
+        rows += [t.write for t in taken]
+        rows += [t.entry for t in taken]
+        # Only a new person or a new keyed active fact can meet a row another transaction
+        # committed since the batch read the store (the unique indexes below); the savepoint
+        # that recovers from that costs two round trips, spent only when it can be needed.
+        racy = any(t.principal is not None or (t.write.fact and t.write.fact.key) for t in taken)
+        try:
+            with transaction.atomic() if racy else contextlib.nullcontext():
+                _insert_together(*rows)
+        except IntegrityError as exc:
+            # Another transaction committed a person or an active fact for a key this batch
+            # also makes since the batch read the store: these writes go one by one, as a
+            # single write would after the same race, and so does the rest of the batch.
+            if "fact_one_active_per_key" not in str(exc) and "principal_external_id_unique" not in str(exc):
+                raise
+            self.gave_up = True
+            for t in taken:
+                if t.principal is not None:
+                    del self.principals[t.principal.external_id]
+            for t in taken:
+                try:
+                    outcomes[t.index] = BatchOutcome(write=self.one_by_one(t.request, t.vector), refusal=None)
+                except REFUSALS as refused:
+                    outcomes[t.index] = BatchOutcome(write=None, refusal=refused)
+            return
+        audit.seal_after_commit(self.agent.project_id)
+
+
+def _refuse_unclaimable(agent: Agent, request: WriteRequest) -> None:
+    """Refuse a source type this agent may not claim, or a reference that is not an identifier."""
+    allowed = claimable_sources(agent)
+    if request.source_type not in allowed:
+        raise SourceNotAllowed(request.source_type, allowed)
+    # The reference is rendered inside every item's provenance tag (R3, R10).
+    problem = ref_problem(request.source_ref)
+    if problem:
+        raise UnknownReference("source.ref", problem)
+
+
+def _judge(
+    agent: Agent,
+    request: WriteRequest,
+    seen: Seen,
+    *,
+    fingerprint: str,
+    current: Fact | None,
+    has_principal: bool,
+    derived_max_authority: int | None,
+    embedding: tuple[float, ...] | None,
+    extra_findings: tuple[guard.Finding, ...] = (),
+    auto_approve_min_authority: int | None = None,
+) -> tuple[guard.GuardResult, list[dict[str, str]], str]:
+    """The guard's verdict on a write (R4, R5, R16) against what it meets in the store:
+    the result, the findings as stored, and the outcome before conflicts are considered."""
+    assert agent.active_policy is not None, "every agent has an active policy version"
+    context = guard.GuardContext(
+        source_caps=supersession_rules.effective_caps(agent.project.source_caps),
+        fingerprint_key=fingerprint_key(),
+        rejected_fingerprints=frozenset([fingerprint]) if seen.rejected else frozenset(),
+        tombstones={fingerprint: str(seen.tombstone_id)} if seen.tombstone_id is not None else {},
+        tombstone_values=seen.tombstone_values,
+        recent_agent_statements=seen.recent_statements,
+        recent_derived_writes=seen.recent_derived,
+        verified_statement_for_key=current.statement
+        if current and current.confidence == "verified"
+        else None,
+        semantic_required=True,
+    )
+    proposal = guard.WriteProposal(
+        statement=request.statement,
+        kind=request.kind,
+        key=request.key,
+        has_principal=has_principal,
+        source_type=request.source_type,
+        source_ref=request.source_ref,
+        requested_authority=request.authority,
+        derived_from_retrieval=derived_max_authority is not None,
+        derived_max_authority=derived_max_authority,
+        embedding=embedding,
+    )
+    floor = auto_approve_min_authority or agent.active_policy.policy.auto_approve_min_authority
+    result = guard.check_write(proposal, context, auto_approve_min_authority=floor)
+    findings = [f.to_dict() for f in (*result.findings, *extra_findings)]
+    return result, findings, _escalate(result.outcome, extra_findings)
+
+
+def _write_row(
+    agent: Agent,
+    request: WriteRequest,
+    *,
+    pk: int,
+    principal: Principal | None,
+    session: Session | None,
+    idempotency_key: str | None,
+    digest: str,
+    fingerprint: str,
+    authority: int,
+    derived: RetrievalEvent | None,
+    now: datetime,
+) -> Write:
+    """The Write row as submitted, not yet saved (its outcome is set once conflicts are known)."""
+    return Write(
+        pk=pk,
+        project=agent.project,
+        agent=agent,
+        principal=principal,
+        session=session,
+        idempotency_key=idempotency_key,
+        request_digest=digest,
+        kind=request.kind,
+        key=request.key,
+        statement=request.statement,
+        fingerprint=fingerprint,
+        source_type=request.source_type,
+        source_ref=request.source_ref,
+        source_observed_at=request.source_observed_at,
+        requested_authority=request.authority,
+        authority=authority,
+        valid_from=request.valid_from,
+        valid_to=request.valid_to,
+        derived_from_retrieval=derived,
+        created_at=now,
+    )
+
+
+def _refuse_when_queue_full(outcome: str, waiting: int) -> None:
+    """One agent cannot bury the reviewers. ``waiting`` came with the look-ups
+    (write_agent_waiting_idx); concurrent writes may overshoot the limit by a
+    few: it bounds a flood, not an exact number."""
+    if outcome in ("pending_review", "quarantined") and waiting >= settings.MAX_PENDING_WRITES_PER_AGENT:
+        raise ReviewQueueFull(settings.MAX_PENDING_WRITES_PER_AGENT)
+
+
+def _entry_data(write: Write, *, supersedes: Sequence[Fact], corroborated: Fact | None) -> dict[str, Any]:
+    """What the write's audit entry says."""
+    return {
+        "outcome": write.outcome,
+        "checks": sorted({f["check"] for f in write.findings}),
+        "fact": write.fact.pk if write.fact else None,
+        "supersedes": [f.pk for f in supersedes],
+        "corroborates": corroborated.pk if corroborated else None,
+        "statement_digest": statement_digest(write.statement),
+    }
 
 
 def _replay(agent: Agent, idempotency_key: str, digest: str) -> Write | None:
@@ -338,57 +838,30 @@ def _submit(
         # (which found nothing of a principal that did not exist).
         principal = seen.principal or _principal(agent, request.principal)
 
-    context = guard.GuardContext(
-        source_caps=supersession_rules.effective_caps(project.source_caps),
-        fingerprint_key=fingerprint_key(),
-        rejected_fingerprints=frozenset([fingerprint]) if seen.rejected else frozenset(),
-        tombstones={fingerprint: str(seen.tombstone_id)} if seen.tombstone_id is not None else {},
-        tombstone_values=seen.tombstone_values,
-        recent_agent_statements=seen.recent_statements,
-        recent_derived_writes=seen.recent_derived,
-        verified_statement_for_key=current.statement
-        if current and current.confidence == "verified"
-        else None,
-        semantic_required=True,
-    )
-    proposal = guard.WriteProposal(
-        statement=request.statement,
-        kind=request.kind,
-        key=request.key,
+    result, findings, outcome = _judge(
+        agent,
+        request,
+        seen,
+        fingerprint=fingerprint,
+        current=current,
         has_principal=principal is not None,
-        source_type=request.source_type,
-        source_ref=request.source_ref,
-        requested_authority=request.authority,
-        derived_from_retrieval=derived is not None,
         derived_max_authority=_derived_max_authority(derived) if derived else None,
         embedding=embedding,
+        extra_findings=extra_findings,
+        auto_approve_min_authority=auto_approve_min_authority,
     )
-    floor = auto_approve_min_authority or policy.auto_approve_min_authority
-    result = guard.check_write(proposal, context, auto_approve_min_authority=floor)
-    findings = [f.to_dict() for f in (*result.findings, *extra_findings)]
-    outcome = _escalate(result.outcome, extra_findings)
-
-    write = Write(
+    write = _write_row(
+        agent,
+        request,
         pk=seen.write_id,
-        project=project,
-        agent=agent,
         principal=principal,
         session=session,
         idempotency_key=idempotency_key,
-        request_digest=digest,
-        kind=request.kind,
-        key=request.key,
-        statement=request.statement,
+        digest=digest,
         fingerprint=fingerprint,
-        source_type=request.source_type,
-        source_ref=request.source_ref,
-        source_observed_at=request.source_observed_at,
-        requested_authority=request.authority,
         authority=result.authority,
-        valid_from=request.valid_from,
-        valid_to=request.valid_to,
-        derived_from_retrieval=derived,
-        created_at=now,
+        derived=derived,
+        now=now,
     )
 
     supersedes: list[Fact] = []
@@ -469,15 +942,8 @@ def _submit(
                 }
             )
 
-    # One agent cannot bury the reviewers. The count came with the look-ups
-    # (write_agent_waiting_idx); concurrent writes may overshoot the limit by a
-    # few: it bounds a flood, not an exact number.
-    if (
-        outcome in ("pending_review", "quarantined")
-        and corroborated is None
-        and seen.waiting >= settings.MAX_PENDING_WRITES_PER_AGENT
-    ):
-        raise ReviewQueueFull(settings.MAX_PENDING_WRITES_PER_AGENT)
+    if corroborated is None:
+        _refuse_when_queue_full(outcome, seen.waiting)
 
     write.findings = findings
     write.risk = _risk(findings)
@@ -532,14 +998,7 @@ def _submit(
     # The 201 body is complete here (the ids were allocated with the look-ups),
     # so it goes in with the row instead of an UPDATE after it.
     write.response = write_response(write, supersedes=[f.pk for f in supersedes])
-    entry_data = {
-        "outcome": outcome,
-        "checks": sorted({f["check"] for f in findings}),
-        "fact": write.fact.pk if write.fact else None,
-        "supersedes": [f.pk for f in supersedes],
-        "corroborates": corroborated.pk if corroborated else None,
-        "statement_digest": statement_digest(request.statement),
-    }
+    entry_data = _entry_data(write, supersedes=supersedes, corroborated=corroborated)
     # Uncertain readings to flag once the new fact is active.
     new_fact = write.fact if corroborated is None else None
     flags = bool(uncertain) and new_fact is not None and new_fact.status == "active"
@@ -596,23 +1055,33 @@ def _enqueue(write: Write, corroborated: Fact | None, embed_later: list[int] | N
 
 
 def _insert_together(*rows: models.Model) -> None:
-    """INSERT new rows of several tables in one statement, one round trip: each row's INSERT as
-    Django would issue it for ``save(force_insert=True)`` (the same columns, defaults and value
-    conversions), all but the last as data-modifying WITH clauses, which PostgreSQL runs in
-    order with their triggers. Foreign keys between them are checked at commit, as ever.
-    Nothing is returned: every row's id is known already (or, for an audit entry, unused)."""
+    """INSERT new rows of several tables in one statement, one round trip: each run of rows of one
+    model as the one multi-row INSERT Django would issue for them (the same columns, defaults and
+    value conversions as ``save(force_insert=True)``), all but the last as data-modifying WITH
+    clauses, which PostgreSQL runs in order with their triggers; rows without an id get theirs
+    in the order given. Foreign keys between them are checked at commit, as ever. Nothing is
+    returned: every row's id is known already (or, for an audit entry, unused)."""
+    runs: list[list[models.Model]] = []
+    for row in rows:
+        if runs and type(runs[-1][0]) is type(row) and (runs[-1][0].pk is None) == (row.pk is None):
+            runs[-1].append(row)
+        else:
+            runs.append([row])
     statements: list[str] = []
     params: list[Any] = []
-    for row in rows:
-        meta = row._meta
+    for run in runs:
+        meta = run[0]._meta
         fields = [
             f
             for f in meta.local_concrete_fields
-            if not f.generated and (row.pk is not None or f is not meta.auto_field)
+            if not f.generated and (run[0].pk is not None or f is not meta.auto_field)
         ]
-        query = InsertQuery(type(row))
-        query.insert_values(fields, [row])
-        [(sql, values)] = query.get_compiler(using=connection.alias).as_sql()
+        if len(run) > 1:
+            sql, values = _unnest_insert(run, fields)
+        else:
+            query = InsertQuery(type(run[0]))
+            query.insert_values(fields, run)
+            [(sql, values)] = query.get_compiler(using=connection.alias).as_sql()
         statements.append(sql)
         params.extend(values)
     *first, last = statements
@@ -623,6 +1092,24 @@ def _insert_together(*rows: models.Model) -> None:
     for row in rows:
         row._state.adding = False
         row._state.db = connection.alias
+
+
+def _unnest_insert(
+    rows: Sequence[models.Model], fields: Sequence[models.Field[Any, Any]]
+) -> tuple[str, list[Any]]:
+    """A multi-row INSERT with one array per column (``INSERT ... SELECT * FROM UNNEST(...)``),
+    the values prepared as ``save()`` prepares them (``pre_save``, ``get_db_prep_save``).
+
+    Django 5.2's own UNNEST insert does the same, but compiles every value of every row
+    separately, which cost a 500-write batch nearly half its time (issue 13), and falls
+    back to a VALUES list for a vector column; a vector's database value is its text form,
+    which PostgreSQL casts element by element like any other array."""
+    table = connection.ops.quote_name(rows[0]._meta.db_table)
+    # Concrete fields always have a column and a database type (the stubs allow None).
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)  # type: ignore[arg-type]
+    arrays = ", ".join(f"%s::{f.db_type(connection).split('(')[0]}[]" for f in fields)  # type: ignore[union-attr]
+    values = [[f.get_db_prep_save(f.pre_save(row, True), connection) for row in rows] for f in fields]
+    return f"INSERT INTO {table} ({columns}) SELECT * FROM UNNEST({arrays})", values
 
 
 def _escalate(outcome: str, findings: tuple[guard.Finding, ...]) -> str:
@@ -690,19 +1177,21 @@ def _duplicate_of(request: WriteRequest, fingerprint: str, current: Fact | None,
     if current is not None:
         same = current.fingerprint == fingerprint or near_duplicate(current.statement, request.statement)
         return current if same else None
-    if request.key:
-        return None
-    found = seen.exact_duplicate_id
-    if found is None:
-        wanted = normalise_statement(request.statement)
-        found = next(
-            (pk for pk, statement in seen.candidates if near_duplicate(statement, wanted)),
-            None,
-        )
+    found = _duplicate_id(request, seen)
     if found is None:
         return None
     # Locked: corroborate_fact updates it, and a withdrawal may be under way.
     return Fact.objects.select_for_update().filter(pk=found, status="active").first()
+
+
+def _duplicate_id(request: WriteRequest, seen: Seen) -> int | None:
+    """The active fact an unkeyed write repeats, exactly or nearly in words, among those it met."""
+    if request.key:
+        return None
+    if seen.exact_duplicate_id is not None:
+        return seen.exact_duplicate_id
+    wanted = normalise_statement(request.statement)
+    return next((pk for pk, statement in seen.candidates if near_duplicate(statement, wanted)), None)
 
 
 # Newest active facts of the same principal, session and kind compared for a
@@ -850,14 +1339,8 @@ def _json(value: Any) -> list[Any]:
 def _contradicted_facts(
     project_id: int, principal: Principal | None, request: WriteRequest, *, exclude: Fact | None
 ) -> list[tuple[Fact, contradictions.Contradiction]]:
-    """Active facts about the same principal (or project) whose value this statement contradicts.
-
-    Slots and summaries are left out: a slot is one session's working state and
-    a summary is checked against its own source, not against memory.
-    """
-    if request.kind in ("slot", "summary"):
-        return []
-    claims = contradictions.claims_of(request.statement, request.key)
+    """Active facts about the same principal (or project) whose value this statement contradicts."""
+    claims = _claims(request)
     if not claims:
         return []
     pool = (
@@ -867,19 +1350,40 @@ def _contradicted_facts(
     )
     if exclude is not None:
         pool = pool.exclude(pk=exclude.pk)
-    found: list[tuple[int, contradictions.Contradiction]] = []
     # Only what the comparison reads: whole rows (vectors included) of 200 facts
     # were most of this look-up's time.
-    for pk, statement, key in pool.values_list("pk", "statement", "key")[:CONTRADICTION_POOL]:
-        conflict = contradictions.contradiction(request.statement, statement, new_claims=claims, old_key=key)
-        if conflict is not None:
-            found.append((pk, conflict))
+    found = _contradictions(request, claims, pool.values_list("pk", "statement", "key")[:CONTRADICTION_POOL])
     if not found:
         return []
     # Locks what may be superseded, in id order so two writes cannot deadlock.
     rows = Fact.objects.select_for_update().filter(pk__in=[pk for pk, _ in found]).order_by("pk")
     locked = {f.pk: f for f in rows}
     return [(locked[pk], c) for pk, c in found if pk in locked and locked[pk].status == "active"]
+
+
+def _claims(request: WriteRequest) -> tuple[contradictions.Claim, ...]:
+    """What the write's statement claims, for comparison with the active facts' values.
+
+    Slots and summaries are left out: a slot is one session's working state and
+    a summary is checked against its own source, not against memory.
+    """
+    if request.kind in ("slot", "summary"):
+        return ()
+    return contradictions.claims_of(request.statement, request.key)
+
+
+def _contradictions(
+    request: WriteRequest,
+    claims: tuple[contradictions.Claim, ...],
+    pool: Iterable[tuple[int, str, str | None]],
+) -> list[tuple[int, contradictions.Contradiction]]:
+    """The facts of ``pool`` (id, statement, key) whose value the write's statement contradicts."""
+    found: list[tuple[int, contradictions.Contradiction]] = []
+    for pk, statement, key in pool:
+        conflict = contradictions.contradiction(request.statement, statement, new_claims=claims, old_key=key)
+        if conflict is not None:
+            found.append((pk, conflict))
+    return found
 
 
 def _incumbent(fact: Fact) -> supersession_rules.Incumbent:

@@ -45,6 +45,8 @@ def open_session(
     lock: bool = False,
     mode: str = "",
     expect_new: bool = False,
+    looked_up: bool = False,
+    found: Session | None = None,
 ) -> Session:
     """The agent's session ``external_id``, created on first use and bound to ``principal`` for good.
 
@@ -57,12 +59,19 @@ def open_session(
     ``expect_new`` (a retrieval's first round) tries the INSERT first and looks
     the session up only when it is taken: one statement instead of two for the
     new session a first round usually names, the same result either way.
+    ``looked_up``: the caller has read the session by (agent, external id)
+    already, locked when ``lock`` asks for it, in a statement of its own
+    (a retrieval's header), and ``found`` is what it found (None: nothing);
+    the rules below apply to it exactly as to a session this call reads.
     """
     problem = identifier_problem(external_id, "session id")
     if problem:
         raise SessionError("session", problem)
     sessions = Session.objects.select_for_update() if lock else Session.objects
-    session = None if expect_new else sessions.filter(agent=agent, external_id=external_id).first()
+    if looked_up:
+        session = found
+    else:
+        session = None if expect_new else sessions.filter(agent=agent, external_id=external_id).first()
     created = False
     if session is None:
         session = Session(

@@ -17,7 +17,6 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, connection, models, transaction
 from django.db.models import Max
-from django.db.models.sql import InsertQuery
 from django.utils import timezone
 
 from governance.models import Agent, Fact, Principal, RetrievalEvent, Session, Write
@@ -26,7 +25,7 @@ from governance.rules import supersession as supersession_rules
 from governance.rules.provenance import ref_problem
 from governance.rules.text import near_duplicate, normalise_statement, statement_fingerprint
 from governance.rules.tokens import count_tokens
-from governance.services import audit, conflicts
+from governance.services import audit, conflicts, statements
 from governance.services.embeddings import fact_vector_from_guard, guard_embedding, guard_embeddings
 from governance.services.facts import (
     corroborate_fact,
@@ -596,33 +595,10 @@ def _enqueue(write: Write, corroborated: Fact | None, embed_later: list[int] | N
 
 
 def _insert_together(*rows: models.Model) -> None:
-    """INSERT new rows of several tables in one statement, one round trip: each row's INSERT as
-    Django would issue it for ``save(force_insert=True)`` (the same columns, defaults and value
-    conversions), all but the last as data-modifying WITH clauses, which PostgreSQL runs in
-    order with their triggers. Foreign keys between them are checked at commit, as ever.
+    """INSERT new rows of several tables in one statement, one round trip (``services.statements``).
     Nothing is returned: every row's id is known already (or, for an audit entry, unused)."""
-    statements: list[str] = []
-    params: list[Any] = []
-    for row in rows:
-        meta = row._meta
-        fields = [
-            f
-            for f in meta.local_concrete_fields
-            if not f.generated and (row.pk is not None or f is not meta.auto_field)
-        ]
-        query = InsertQuery(type(row))
-        query.insert_values(fields, [row])
-        [(sql, values)] = query.get_compiler(using=connection.alias).as_sql()
-        statements.append(sql)
-        params.extend(values)
-    *first, last = statements
-    if first:
-        last = "WITH " + ", ".join(f"inserted_{n} AS ({sql})" for n, sql in enumerate(first)) + " " + last
-    with connection.cursor() as cursor:
-        cursor.execute(last, params)
-    for row in rows:
-        row._state.adding = False
-        row._state.db = connection.alias
+    statements.together([statements.insert(row) for row in rows])
+    statements.stored(*rows)
 
 
 def _escalate(outcome: str, findings: tuple[guard.Finding, ...]) -> str:

@@ -4,7 +4,7 @@ Not a test. Run it from the checkout::
 
     .venv/bin/python bench/retrieval_profile.py --data /tmp/rp --statements --profile
     .venv/bin/python bench/retrieval_profile.py --data /tmp/rp --samples 20
-    .venv/bin/python bench/retrieval_profile.py --data /tmp/rp --code /work/main --samples 20
+    (cd /path/to/other/checkout && .venv/bin/python bench/retrieval_profile.py --data /tmp/rp --samples 20)
 
 It starts its own embedded PostgreSQL (as ``bench/scale.py`` does), in
 ``--data`` when given (kept between runs, so old and new code can be timed
@@ -21,9 +21,10 @@ fresh folder is migrated and seeded with ``bench/scale.py``'s generator
 - with ``--profile``, runs cProfile over ``--samples`` round-1 and later
   retrievals of small principals and prints the top entries.
 
-``--code`` imports the product from another checkout with the same
-migrations (for example ``/work/main``), so its figures come from the same
-database and the same sampling seed.
+To compare two versions, run this file from each checkout in turn against
+the same ``--data`` folder (the checkouts need the same migrations): the
+figures then come from the same rows and the same sampling seed. Alternate
+the runs; the machine's noise moves both.
 """
 
 from __future__ import annotations
@@ -48,11 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _setup(args: argparse.Namespace) -> Path:
-    code = Path(args.code).resolve() if args.code else ROOT
-    # The product from ``code``; this file's bench helpers from the same place when it has them.
-    sys.path.insert(0, str(code))
-    if str(ROOT) not in sys.path:
-        sys.path.append(str(ROOT))
+    sys.path.insert(0, str(ROOT))
     from bench.scale import _environment
 
     if args.data:
@@ -141,6 +138,10 @@ def _profile(agent: Any, people: list[str], n: int, top: int) -> None:
     # The query embedding is excluded from every retrieval figure: profile without it.
     vectors = {q: embed_query(q) for q in QUERIES}
     service.embed_query = vectors.__getitem__  # type: ignore[assignment]
+    # Warm what a process loads once (the tokenizer's tables, the project-fact cache).
+    service.retrieve(
+        agent, service.RetrieveRequest(people[0], f"warm-{uuid.uuid4().hex[:8]}", QUERIES[0], 1, True)
+    )
     profile = cProfile.Profile()
     for i in range(n):
         person = people[i % len(people)]
@@ -159,7 +160,6 @@ def _profile(agent: Any, people: list[str], n: int, top: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--data", help="keep the database here (seeded on first use)")
-    parser.add_argument("--code", help="import the product from this checkout")
     parser.add_argument("--facts", type=int, default=100_000)
     parser.add_argument("--samples", type=int, default=0, help="timed retrievals per bucket")
     parser.add_argument("--statements", action="store_true")
@@ -194,7 +194,12 @@ def main() -> None:
         pk=int((folder / "seeded").read_text())
     )
     buckets = _buckets(agent)
-    print(f"code from {sys.path[0]}; buckets: " + ", ".join(f"{k} {len(v)}" for k, v in buckets.items()))
+    import governance
+
+    print(
+        f"code from {Path(governance.__file__).parent.parent}; buckets: "
+        + ", ".join(f"{k} {len(v)}" for k, v in buckets.items())
+    )
     with actor_scope("bench"):
         from governance.services.embeddings import embed_query
 

@@ -137,7 +137,7 @@ def _profile(agent: Any, people: list[str], n: int, top: int) -> None:
 
     # The query embedding is excluded from every retrieval figure: profile without it.
     vectors = {q: embed_query(q) for q in QUERIES}
-    service.embed_query = vectors.__getitem__  # type: ignore[assignment]
+    service.embed_query = vectors.__getitem__  # type: ignore[attr-defined,assignment]  # patched for the profile only
     # Warm what a process loads once (the tokenizer's tables, the project-fact cache).
     service.retrieve(
         agent, service.RetrieveRequest(people[0], f"warm-{uuid.uuid4().hex[:8]}", QUERIES[0], 1, True)

@@ -60,7 +60,8 @@ assert (
 ) == CANDIDATE_FIELDS
 
 # A row of the candidate read: the candidate's columns, when its status last
-# changed (the history part's order), its distance to the query, and its part.
+# changed (the history part's order; NULL in the other parts), its distance
+# to the query, and its part.
 ROW_FIELDS = (*CANDIDATE_FIELDS, "status_changed_at", "distance", "part")
 # Where each column sits in a row (``stands`` reads a cached row by these).
 POSITIONS = {name: position for position, name in enumerate(ROW_FIELDS)}
@@ -144,6 +145,9 @@ def _standing_sql() -> str:
 STANDING_SQL = _standing_sql()
 
 _COLUMNS = ", ".join(f"f.{name}" for name in ROW_FIELDS[:_DISTANCE])
+# Only the history part is ordered by when a status changed (``_merge`` too);
+# the other parts leave it out rather than send and parse a timestamp per row.
+_COLUMNS_UNCHANGED = ", ".join([*(f"f.{name}" for name in CANDIDATE_FIELDS), "NULL::timestamptz"])
 _DISTANCE_SQL = {True: "f.embedding <=> %(query)s::vector", False: "NULL::float8"}
 
 # R1: whose facts a part reads (``candidates`` picks one).
@@ -159,7 +163,7 @@ _SCOPES = {
 _PARTS = {
     # Static memory that could be injected, all of it.
     "static": (
-        "(SELECT {columns}, {distance} AS distance, 'static' AS part FROM governance_fact f"
+        "(SELECT {unchanged}, {distance} AS distance, 'static' AS part FROM governance_fact f"
         " WHERE {scope} AND f.kind <> 'slot' AND {standing} AND NOT f.kind = ANY(%(per_round_kinds)s)"
         " ORDER BY f.id)"
     ),
@@ -173,7 +177,7 @@ _PARTS = {
     # an exact distance over the principal's scoped rows (an HNSW index with a
     # selective principal filter loses recall, issue 4).
     "nearest": (
-        "(SELECT {columns}, {distance} AS distance, 'nearest' AS part FROM governance_fact f"
+        "(SELECT {unchanged}, {distance} AS distance, 'nearest' AS part FROM governance_fact f"
         " WHERE {scope} AND {standing} AND f.kind = ANY(%(nearest_kinds)s) AND f.embedding IS NOT NULL"
         " ORDER BY distance, f.id LIMIT %(nearest_limit)s)"
     ),
@@ -181,7 +185,7 @@ _PARTS = {
     # first seen without a principal has none pinned, and its slots must still
     # reach only the person they are about (R1).
     "slot": (
-        "(SELECT {columns}, {distance} AS distance, 'slot' AS part FROM governance_fact f"
+        "(SELECT {unchanged}, {distance} AS distance, 'slot' AS part FROM governance_fact f"
         " WHERE f.project_id = %(project)s AND f.session_id = %(session)s"
         " AND f.principal_id = %(principal)s AND f.kind = 'slot' ORDER BY f.id)"
     ),
@@ -196,6 +200,7 @@ def candidate_statement(parts: tuple[str, ...], scope: str, with_query: bool) ->
     return " UNION ALL ".join(
         _PARTS[part].format(
             columns=_COLUMNS,
+            unchanged=_COLUMNS_UNCHANGED,
             distance=_DISTANCE_SQL[with_query],
             scope=_SCOPES[scope],
             standing=STANDING_SQL,

@@ -157,12 +157,62 @@ def _profile(agent: Any, people: list[str], n: int, top: int) -> None:
         print(out.getvalue())
 
 
+def _cpu(agent: Any, buckets: dict[str, list[str]], n: int) -> None:
+    """CPU per retrieval, this process's and its database backend's, by bucket and round.
+
+    On a shared machine wall times swing with the load; the CPU each side
+    spends on one retrieval (Linux schedstat) swings far less, and is what a
+    round trip, a plan or a line of Python costs.
+    """
+    from django.db import connection
+
+    from bench.scale import QUERIES
+    from bench.writes_profile import _schedstat
+    from governance.services import retrievals as service
+    from governance.services.embeddings import embed_query
+
+    vectors = {q: embed_query(q) for q in QUERIES}
+    service.embed_query = vectors.__getitem__  # type: ignore[attr-defined,assignment]  # excluded from the figures
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        backend = cursor.fetchone()[0]
+    from bench.scale import floor
+    from governance.models import Principal
+
+    ids = dict(Principal.objects.filter(project=agent.project).values_list("external_id", "pk"))
+    texts = {q: "[" + ",".join(f"{x:.6f}" for x in v) + "]" for q, v in vectors.items()}
+    header = f"{'bucket':10} {'round':>5} {'client CPU ms':>14} {'server CPU ms':>14} {'wall ms':>8}"
+    print(f"\n{header}  (median of {n}; round 0 is the floor)")
+    for name in ("1-20", "21-100", "101-1000", "4001+"):
+        people = buckets[name]
+        figures: dict[int, list[tuple[float, float, float]]] = {0: [], 1: [], 2: []}
+        for i in range(n):
+            person = people[i % len(people)]
+            session = f"cpu-{uuid.uuid4().hex[:8]}"
+            query = QUERIES[i % len(QUERIES)]
+            for round_ in (0, 1, 2):
+                mine, server = _schedstat("thread-self"), _schedstat(backend)
+                began = time.perf_counter()
+                if round_ == 0:
+                    floor(agent, ids[person], texts[query])
+                else:
+                    service.retrieve(agent, service.RetrieveRequest(person, session, query, round_, True))
+                wall = (time.perf_counter() - began) * 1000
+                mine_after, server_after = _schedstat("thread-self"), _schedstat(backend)
+                assert mine and server and mine_after and server_after
+                figures[round_].append((mine_after[0] - mine[0], server_after[0] - server[0], wall))
+        for round_, rows in figures.items():
+            client, srv, wall = (sorted(column)[len(column) // 2] for column in zip(*rows, strict=True))
+            print(f"{name:10} {round_:>5} {client:>14.2f} {srv:>14.2f} {wall:>8.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--data", help="keep the database here (seeded on first use)")
     parser.add_argument("--facts", type=int, default=100_000)
     parser.add_argument("--samples", type=int, default=0, help="timed retrievals per bucket")
     parser.add_argument("--statements", action="store_true")
+    parser.add_argument("--cpu", type=int, default=0, help="CPU per retrieval over this many per bucket")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--profile-n", type=int, default=200)
     parser.add_argument("--profile-bucket", help="profile this bucket's principals (default: 1-100 facts)")
@@ -223,6 +273,8 @@ def main() -> None:
                     f"{name:16} {b['floor_p50_ms']:>8} {b['round1_p50_ms']:>8} "
                     f"{b['round1_p95_ms']:>8} {b['cached_p50_ms']:>8}"
                 )
+        if args.cpu:
+            _cpu(agent, buckets, args.cpu)
         if args.profile:
             if args.profile_bucket:
                 people = buckets[args.profile_bucket]

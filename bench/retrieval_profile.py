@@ -180,7 +180,7 @@ def _cpu(agent: Any, buckets: dict[str, list[str]], n: int) -> None:
     from governance.models import Principal
 
     ids = dict(Principal.objects.filter(project=agent.project).values_list("external_id", "pk"))
-    texts = {q: "[" + ",".join(f"{x:.6f}" for x in v) + "]" for q, v in vectors.items()}
+    texts = {q: "[" + ",".join(f"{x:.6f}" for x in v or ()) + "]" for q, v in vectors.items()}
     header = f"{'bucket':10} {'round':>5} {'client CPU ms':>14} {'server CPU ms':>14} {'wall ms':>8}"
     print(f"\n{header}  (median of {n}; round 0 is the floor)")
     for name in ("1-20", "21-100", "101-1000", "4001+"):

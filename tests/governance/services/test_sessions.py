@@ -236,6 +236,9 @@ def test_opening_a_session_another_round_just_created_uses_theirs(support_bot: A
     assert late.pk is None
     opened = open_session(support_bot.agent, "s-race", principal, lock=True)
     assert opened.pk == theirs.pk
+    # A retrieval's header found nothing, and the session was made before its INSERT.
+    raced = open_session(support_bot.agent, "s-race", principal, lock=True, looked_up=True, found=None)
+    assert raced.pk == theirs.pk
     assert Session.objects.filter(agent=support_bot.agent, external_id="s-race").count() == 1
 
 

@@ -60,7 +60,8 @@ assert (
 ) == CANDIDATE_FIELDS
 
 # A row of the candidate read: the candidate's columns, when its status last
-# changed (the history part's order), its distance to the query, and its part.
+# changed (the history part's order; NULL in the other parts), its distance
+# to the query, and its part.
 ROW_FIELDS = (*CANDIDATE_FIELDS, "status_changed_at", "distance", "part")
 # Where each column sits in a row (``stands`` reads a cached row by these).
 POSITIONS = {name: position for position, name in enumerate(ROW_FIELDS)}
@@ -144,6 +145,9 @@ def _standing_sql() -> str:
 STANDING_SQL = _standing_sql()
 
 _COLUMNS = ", ".join(f"f.{name}" for name in ROW_FIELDS[:_DISTANCE])
+# Only the history part is ordered by when a status changed (``_merge`` too);
+# the other parts leave it out rather than send and parse a timestamp per row.
+_COLUMNS_UNCHANGED = ", ".join([*(f"f.{name}" for name in CANDIDATE_FIELDS), "NULL::timestamptz"])
 _DISTANCE_SQL = {True: "f.embedding <=> %(query)s::vector", False: "NULL::float8"}
 
 # R1: whose facts a part reads (``candidates`` picks one).
@@ -159,7 +163,7 @@ _SCOPES = {
 _PARTS = {
     # Static memory that could be injected, all of it.
     "static": (
-        "(SELECT {columns}, {distance} AS distance, 'static' AS part FROM governance_fact f"
+        "(SELECT {unchanged}, {distance} AS distance, 'static' AS part FROM governance_fact f"
         " WHERE {scope} AND f.kind <> 'slot' AND {standing} AND NOT f.kind = ANY(%(per_round_kinds)s)"
         " ORDER BY f.id)"
     ),
@@ -173,7 +177,7 @@ _PARTS = {
     # an exact distance over the principal's scoped rows (an HNSW index with a
     # selective principal filter loses recall, issue 4).
     "nearest": (
-        "(SELECT {columns}, {distance} AS distance, 'nearest' AS part FROM governance_fact f"
+        "(SELECT {unchanged}, {distance} AS distance, 'nearest' AS part FROM governance_fact f"
         " WHERE {scope} AND {standing} AND f.kind = ANY(%(nearest_kinds)s) AND f.embedding IS NOT NULL"
         " ORDER BY distance, f.id LIMIT %(nearest_limit)s)"
     ),
@@ -181,7 +185,7 @@ _PARTS = {
     # first seen without a principal has none pinned, and its slots must still
     # reach only the person they are about (R1).
     "slot": (
-        "(SELECT {columns}, {distance} AS distance, 'slot' AS part FROM governance_fact f"
+        "(SELECT {unchanged}, {distance} AS distance, 'slot' AS part FROM governance_fact f"
         " WHERE f.project_id = %(project)s AND f.session_id = %(session)s"
         " AND f.principal_id = %(principal)s AND f.kind = 'slot' ORDER BY f.id)"
     ),
@@ -196,6 +200,7 @@ def candidate_statement(parts: tuple[str, ...], scope: str, with_query: bool) ->
     return " UNION ALL ".join(
         _PARTS[part].format(
             columns=_COLUMNS,
+            unchanged=_COLUMNS_UNCHANGED,
             distance=_DISTANCE_SQL[with_query],
             scope=_SCOPES[scope],
             standing=STANDING_SQL,
@@ -403,6 +408,20 @@ def _merge(
 
 
 @dataclass(frozen=True)
+class EndedSession:
+    """A session of the principal that ended: where R9's resume hint comes from (``retrieval_header``)."""
+
+    pk: int
+    resume_hint: str
+    resume_hint_held: bool
+    summary_status: str | None  # the summary fact's, None without one
+    summary_ref: str | None
+    summary_authority: int | None
+    external_id: str
+    ended_at: datetime | None
+
+
+@dataclass(frozen=True)
 class RetrievalHeader:
     """What a retrieval reads first, in one statement (``retrieval_header``)."""
 
@@ -411,6 +430,16 @@ class RetrievalHeader:
     facts_generation: int  # the project's facts generation (the project-fact cache's key)
     # Reviewers' rulings on pairs of this principal's and the project's facts (``conflict_rulings``).
     rulings: PairRulings = NO_RULINGS
+    # Read only when asked for (``session``): whether the session was looked up
+    # (locked), and what was found (None: no such session of the agent).
+    session_read: bool = False
+    session: Session | None = None
+    # Read only when asked for (``ended_sessions``): the principal's two latest
+    # ended sessions, newest first (two: the retrieval's own may be one of them).
+    ended_sessions: tuple[EndedSession, ...] | None = None
+    # Read only when asked for (``block``): the session's cached start block
+    # under this key and its facts in scope, as ``cached_block`` reads them.
+    block: tuple[SessionBlock | None, list[Candidate]] | None = None
 
     @property
     def last_interaction(self) -> datetime | None:
@@ -455,14 +484,96 @@ SELECT COALESCE(g.generation, 0), p.id, p.created_at, p.last_seen_at,
        (SELECT MAX(f.last_verified_at) FROM governance_fact f
          WHERE f.project_id = x.project_id AND f.principal_id = p.id AND f.status = 'active'),
        (SELECT array_agg(ARRAY[w.fact_id, w.conflicts_with_id, (w.status = 'pending_review')::int])
-         {_RULINGS_FROM.format(project="x.project_id", principal="p.id")})
+         {_RULINGS_FROM.format(project="x.project_id", principal="p.id")}){{columns}}
   FROM (SELECT %(project)s::bigint AS project_id) x
   LEFT JOIN governance_projectfactsgeneration g ON g.project_id = x.project_id
-  LEFT JOIN governance_principal p ON p.project_id = x.project_id AND p.external_id = %(external_id)s
+  LEFT JOIN governance_principal p ON p.project_id = x.project_id AND p.external_id = %(external_id)s{{joins}}
 """
+_HEADER_WIDTH = 6
+
+# The session the retrieval names, locked as ``open_session(lock=True)`` locks it:
+# a locking clause in a sub-select locks that sub-select's rows.
+# Every column, in the model's order (``Model.from_db`` takes them so).
+_SESSION_FIELDS = tuple(str(f.column) for f in Session._meta.concrete_fields)
+_SESSION_JOIN = f"""
+  LEFT JOIN LATERAL (SELECT {", ".join(_SESSION_FIELDS)} FROM governance_session
+    WHERE agent_id = %(agent)s AND external_id = %(session)s FOR UPDATE) s ON true"""
+
+# R9's resume hint comes from the principal's latest ended session other than
+# the retrieval's own (services.retrievals._resume_hint): two rows are enough.
+_ENDED_FIELDS = (
+    *("h.id", "h.resume_hint", "h.resume_hint_held", "hf.status", "hf.source_ref", "hf.authority"),
+    *("h.external_id", "h.ended_at"),
+)
+_ENDED_SELECT = f"""SELECT {", ".join(_ENDED_FIELDS)} FROM governance_session h
+    LEFT JOIN governance_fact hf ON hf.id = h.summary_fact_id
+    WHERE h.principal_id = {{principal}} AND h.ended_at IS NOT NULL
+    ORDER BY h.ended_at DESC, h.id DESC LIMIT 2"""
+_ENDED_JOIN = f"""
+  LEFT JOIN LATERAL ({_ENDED_SELECT.format(principal="p.id")}) h ON true"""
 
 
-def retrieval_header(project: Project, external_id: str | None) -> RetrievalHeader:
+def ended_sessions(principal: Principal) -> tuple[EndedSession, ...]:
+    """The principal's two latest ended sessions, newest first (``RetrievalHeader.ended_sessions``)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_ENDED_SELECT.format(principal="%s"), [principal.pk])
+        return tuple(EndedSession(*row) for row in cursor.fetchall())
+
+
+# The session's cached start block under its key (R12) and its facts by
+# primary key, within the retrieval's scope (R1): a fact that left it is not found.
+_BLOCK_FIELDS = ("id", "mode", "text", "tokens", "fact_ids", "items", "hint_session_id", "created_at")
+_BLOCK_SELECT = f"""
+SELECT {", ".join(f"b.{name}" for name in _BLOCK_FIELDS)},
+       {", ".join(f"f.{name}" for name in CANDIDATE_FIELDS)}, NULL::timestamptz, NULL::float8, 'block'
+  FROM governance_sessionblock b
+  LEFT JOIN governance_fact f ON f.id = ANY(b.fact_ids) AND f.project_id = {{project}}
+       AND f.session_id IS NULL AND (f.principal_id IS NULL OR f.principal_id = {{principal}})
+ WHERE b.session_id = {{session}} AND b.principal_id IS NOT DISTINCT FROM {{principal}}
+   AND b.identity_verified = {{verified}} AND b.policy_version_id = {{version}}
+"""
+_BLOCK = _BLOCK_SELECT.format(project="%s", principal="%s", session="%s", verified="%s", version="%s")
+_BLOCK_JOIN = (
+    "\n  LEFT JOIN LATERAL ("
+    + _BLOCK_SELECT.format(
+        project="x.project_id",
+        principal="p.id",
+        session="s.id",
+        verified="%(identity_verified)s",
+        version="%(version)s",
+    )
+    + ") b ON true"
+)
+
+
+@functools.cache
+def header_statement(session: bool, ended_sessions: bool, block: bool) -> str:
+    """The header read, with the session, the ended sessions or the cached block joined as asked."""
+    # Each joined sub-select's columns in its own order (``retrieval_header`` reads them by position).
+    columns: list[str] = []
+    joins: list[str] = []
+    if session:
+        columns.append("s.*")
+        joins.append(_SESSION_JOIN)
+    if ended_sessions:
+        columns.append("h.*")
+        joins.append(_ENDED_JOIN)
+    if block:
+        assert session, "a block is looked up by its session"
+        columns.append("b.*")
+        joins.append(_BLOCK_JOIN)
+    return _HEADER.format(columns="".join(f", {c}" for c in columns), joins="".join(joins))
+
+
+def retrieval_header(
+    project: Project,
+    external_id: str | None,
+    *,
+    agent: Agent | None = None,
+    session: str | None = None,
+    ended_sessions: bool = False,
+    block_key: tuple[bool, PolicyVersion] | None = None,
+) -> RetrievalHeader:
     """The principal named ``external_id``, their newest verification, the rulings and the facts generation.
 
     One statement where four were sent (the principal, the aggregate for R9's
@@ -471,33 +582,68 @@ def retrieval_header(project: Project, external_id: str | None) -> RetrievalHead
     ``conflict_rulings`` for the principal the header finds, or for none).
     Read inside the retrieval's transaction, before its candidates: the cached
     project facts can be no older than the state the generation names.
+
+    The same statement, when asked, also reads what a retrieval would otherwise
+    read in statements of its own: the agent's ``session`` by its external id,
+    locked (``open_session`` takes it from there); the principal's latest ended
+    sessions (``ended_sessions``, for R9's resume hint); and with ``block_key``
+    (identity verified, policy version) the session's cached start block with
+    its facts (``cached_block``).
     """
+    if session is not None:
+        assert agent is not None, "a session is the agent's"
+    with_session = session is not None
+    with_block = with_session and block_key is not None
+    params: dict[str, Any] = {**_RULINGS_PARAMS, "project": project.pk, "external_id": external_id}
+    if with_session:
+        assert agent is not None
+        params.update(agent=agent.pk, session=session)
+    if with_block:
+        assert block_key is not None
+        params.update(identity_verified=block_key[0], version=block_key[1].pk)
     with connection.cursor() as cursor:
-        cursor.execute(_HEADER, {**_RULINGS_PARAMS, "project": project.pk, "external_id": external_id})
-        generation, principal_id, created_at, last_seen_at, newest, rulings = cursor.fetchone()
+        cursor.execute(header_statement(with_session, ended_sessions, with_block), params)
+        rows = cursor.fetchall()
+    generation, principal_id, created_at, last_seen_at, newest, rulings = rows[0][:_HEADER_WIDTH]
     principal = None
     if principal_id is not None:
         assert external_id is not None
         principal = Principal.from_row(
             project, principal_id, external_id, created_at, last_seen_at, using=connection.alias
         )
+    at = _HEADER_WIDTH
+    found = None
+    if with_session:
+        values = rows[0][at : at + len(_SESSION_FIELDS)]
+        if values[0] is not None:
+            assert agent is not None
+            found = Session.from_db(connection.alias, list(_SESSION_FIELDS), list(values))
+            # The session is this agent's, in its project: no lazy look-ups later.
+            found.agent = agent
+            found.project = project
+        at += len(_SESSION_FIELDS)
+    ended = None
+    if ended_sessions:
+        ended = tuple(EndedSession(*row[at : at + len(_ENDED_FIELDS)]) for row in rows if row[at] is not None)
+        at += len(_ENDED_FIELDS)
+    block = None
+    if with_block:
+        assert block_key is not None
+        block = (
+            _block_from_rows(found, principal, block_key[0], block_key[1], [row[at:] for row in rows])
+            if found is not None and rows[0][at] is not None
+            else (None, [])
+        )
     return RetrievalHeader(
         principal=principal,
         newest_verified=newest,
         facts_generation=int(generation),
         rulings=rulings_from((a, b, bool(pending)) for a, b, pending in rulings or ()),
+        session_read=with_session,
+        session=found,
+        ended_sessions=ended,
+        block=block,
     )
-
-
-_BLOCK = f"""
-SELECT b.id, b.mode, b.text, b.tokens, b.fact_ids, b.items, b.hint_session_id, b.created_at,
-       {", ".join(f"f.{name}" for name in CANDIDATE_FIELDS)}, NULL::timestamptz, NULL::float8, 'block'
-  FROM governance_sessionblock b
-  LEFT JOIN governance_fact f ON f.id = ANY(b.fact_ids) AND f.project_id = %s AND f.session_id IS NULL
-       AND (f.principal_id IS NULL OR f.principal_id = %s)
- WHERE b.session_id = %s AND b.principal_id IS NOT DISTINCT FROM %s AND b.identity_verified = %s
-   AND b.policy_version_id = %s
-"""
 
 
 def cached_block(
@@ -511,12 +657,26 @@ def cached_block(
     """
     principal_id = principal.pk if principal is not None else None
     with connection.cursor() as cursor:
-        key = [session.pk, principal_id, identity_verified, version.pk]
-        cursor.execute(_BLOCK, [session.project_id, principal_id, *key])
+        cursor.execute(
+            _BLOCK,
+            [session.project_id, principal_id, session.pk, principal_id, identity_verified, version.pk],
+        )
         rows = cursor.fetchall()
     if not rows:
         return None, []
-    block_id, mode, text, tokens, fact_ids, items, hint_session_id, created_at = rows[0][:8]
+    return _block_from_rows(session, principal, identity_verified, version, rows)
+
+
+def _block_from_rows(
+    session: Session,
+    principal: Principal | None,
+    identity_verified: bool,
+    version: PolicyVersion,
+    rows: Sequence[Row],
+) -> tuple[SessionBlock, list[Candidate]]:
+    """The block and its facts from ``_BLOCK_SELECT``'s rows (one per fact found)."""
+    width = len(_BLOCK_FIELDS)
+    block_id, mode, text, tokens, fact_ids, items, hint_session_id, created_at = rows[0][:width]
     block = SessionBlock(
         id=block_id,
         session=session,
@@ -533,7 +693,7 @@ def cached_block(
     )
     block._state.adding = False
     block._state.db = connection.alias
-    facts = _to_candidates(row[8:] for row in rows if row[8] is not None)
+    facts = _to_candidates(row[width:] for row in rows if row[width] is not None)
     return block, sorted(facts, key=lambda c: c.fact_id)
 
 

@@ -18,6 +18,7 @@ from governance.models import (
     RetrievalEvent,
     RetrievalFeedback,
     Session,
+    SessionBlock,
 )
 from governance.models.retrievals import encode_candidate
 from governance.rules import retrieval as rules
@@ -26,7 +27,7 @@ from governance.rules.rendering import ResumeHint, single_line
 from governance.rules.sessions import HINT_SOURCE, resume_hint_findings
 from governance.rules.supersession import effective_caps
 from governance.selectors import retrievals as selectors
-from governance.services import audit, checkpoints, session_blocks
+from governance.services import audit, checkpoints, session_blocks, statements
 from governance.services.embeddings import embed_query
 from governance.services.sessions import open_session
 
@@ -69,8 +70,18 @@ def retrieve(
     embedded = time.perf_counter()
 
     with transaction.atomic():
-        # The principal, R9's input and the project-fact cache's generation, in one read.
-        header = selectors.retrieval_header(agent.project, request.principal)
+        # The principal, R9's input and the project-fact cache's generation, in
+        # one read; with them the session, locked, and what this round may
+        # need of it: the ended sessions behind R9's resume hint (a first
+        # round), or the cached start block (a later round, R12).
+        header = selectors.retrieval_header(
+            agent.project,
+            request.principal,
+            agent=agent,
+            session=request.session,
+            ended_sessions=request.round == 1,
+            block_key=(request.identity_verified, version) if request.round > 1 else None,
+        )
         principal = header.principal
         if request.principal and principal is None:
             principal = Principal.objects.get_or_create(project=agent.project, external_id=request.principal)[
@@ -86,12 +97,13 @@ def retrieve(
                 principal,
                 lock=True,
                 mode=rules.session_mode(header.last_interaction, now, version.policy),
-                expect_new=request.round == 1,
+                looked_up=True,
+                found=header.session,
             )
             if request.session
             else None
         )
-        result = _decide(agent, version, principal, session, request, query_vector, now, header)
+        result, block = _decide(agent, version, principal, session, request, query_vector, now, header)
         planned = time.perf_counter()
         # The event is append-only, so its timings are what is known before it
         # is written: embedding the query, then fetching and deciding.
@@ -100,9 +112,18 @@ def retrieve(
             "plan_ms": round((planned - embedded) * 1000, 2),
             "total_ms": round((planned - started) * 1000, 2),
         }
-        event = _record(agent, version, principal, session, request, result, timings=timings)
-        if principal is not None and _stale(principal.last_seen_at, now):
-            Principal.objects.filter(pk=principal.pk).update(last_seen_at=now)
+        seen = principal is not None and _stale(principal.last_seen_at, now)
+        event = _record(
+            agent,
+            version,
+            principal,
+            session,
+            request,
+            result,
+            timings=timings,
+            block=block,
+            seen_at=now if seen else None,
+        )
     return event, result
 
 
@@ -124,8 +145,8 @@ def _decide(
     query_vector: list[float] | None,
     now: datetime,
     header: selectors.RetrievalHeader,
-) -> Retrieval:
-    """Reuse the session's start block when R12 allows it, else compute (and cache) it."""
+) -> tuple[Retrieval, SessionBlock | None]:
+    """Reuse the session's start block when R12 allows it, else compute it (and the block to cache)."""
     policy = version.policy
     note = ""
     # What reviewers said about pairs of this person's facts that may contradict
@@ -146,7 +167,14 @@ def _decide(
 
     if session is not None and request.round > 1:
         reuse, note = session_blocks.reusable(
-            session, principal, identity_verified=request.identity_verified, version=version, now=now
+            session,
+            principal,
+            identity_verified=request.identity_verified,
+            version=version,
+            now=now,
+            # The header's read holds for the principal it found; one this
+            # retrieval created has no block yet, and is asked for by its own id.
+            read=header.block if principal is header.principal else None,
         )
         if reuse is not None:
             plan = rules.plan_retrieval(
@@ -168,7 +196,7 @@ def _decide(
                 mode=reuse.block.mode,
                 cached=True,
                 cache_note="",
-            )
+            ), None
 
     # R9's mode is fixed by the session's first computation: a block computed
     # again later in the session must agree with the rounds before it.
@@ -176,7 +204,11 @@ def _decide(
     if mode is None:
         mode = rules.session_mode(header.last_interaction, now, policy)
     start_candidates = candidates(session_start=True)
-    hint, hint_session_id = _resume_hint(agent, principal, session, now) if mode == "resume" else (None, None)
+    hint, hint_session_id = (
+        _resume_hint(agent, principal, session, now, header.ended_sessions)
+        if mode == "resume"
+        else (None, None)
+    )
     plan = rules.plan_retrieval(
         start_candidates,
         policy,
@@ -187,10 +219,11 @@ def _decide(
         cached_static_block=None,
         rulings=rulings,
     )
+    block = None
     if session is not None:
         if not session.mode:
             Session.objects.filter(pk=session.pk).update(mode=mode)
-        session_blocks.store(
+        block = session_blocks.to_store(
             session,
             principal,
             identity_verified=request.identity_verified,
@@ -206,40 +239,39 @@ def _decide(
         mode=mode,
         cached=False,
         cache_note=note if request.round > 1 else "",
-    )
+    ), block
 
 
 def _resume_hint(
-    agent: Agent, principal: Principal | None, session: Session | None, now: datetime
+    agent: Agent,
+    principal: Principal | None,
+    session: Session | None,
+    now: datetime,
+    ended: tuple[selectors.EndedSession, ...] | None,
 ) -> tuple[ResumeHint | None, int | None]:
     """R9 resume: the hint left by the principal's latest ended session, and that session's id.
 
     Only the latest: an older session's hint would resume a conversation the
     person has since moved on from. A hint the write guard objects to (R5) is
     withheld rather than injected; its findings sit on the summary's write.
+    ``ended``: the principal's latest ended sessions as the header read them,
+    or None when it did not (a later round recomputing its block).
     """
     if principal is None:
         return None, None
-    sessions = Session.objects.filter(principal=principal, ended_at__isnull=False)
-    if session is not None:
-        sessions = sessions.exclude(pk=session.pk)
-    latest = (
-        sessions.order_by("-ended_at", "-id")
-        .values_list(
-            "pk",
-            "resume_hint",
-            "resume_hint_held",
-            "summary_fact__status",
-            "summary_fact__source_ref",
-            "summary_fact__authority",
-            "external_id",
-            "ended_at",
-        )
-        .first()
-    )
+    if ended is None:
+        ended = selectors.ended_sessions(principal)
+    own = session.pk if session is not None else None
+    latest = next((s for s in ended if s.pk != own), None)
     if latest is None:
         return None, None
-    session_id, hint, held, summary_status, summary_ref, summary_authority, external_id, ended_at = latest
+    session_id, hint, held = latest.pk, latest.resume_hint, latest.resume_hint_held
+    summary_status, summary_ref, summary_authority = (
+        latest.summary_status,
+        latest.summary_ref,
+        latest.summary_authority,
+    )
+    external_id, ended_at = latest.external_id, latest.ended_at
     # A hint made with a summary waits with it: while a reviewer has the
     # summary (it dropped something, or the hint did), the hint is not given out.
     waiting = summary_status is not None and summary_status != "active"
@@ -268,7 +300,11 @@ def _record(
     result: Retrieval,
     *,
     timings: dict[str, float],
+    block: SessionBlock | None,
+    seen_at: datetime | None,
 ) -> RetrievalEvent:
+    """The retrieval event (R14), sent in one statement with the start block to cache
+    (R12) and the principal's new last-seen time, when there are."""
     plan = result.plan
     excluded = [d for d in result.decisions if d.decision == "excluded"]
     created_at = timezone.now()
@@ -293,7 +329,7 @@ def _record(
     seal = checkpoints.seal_retrieval(
         agent.project_id, agent.pk, created_at, request.query, plan.context, candidate_data
     )
-    event = RetrievalEvent.objects.create(
+    event = RetrievalEvent(
         project=agent.project,
         agent=agent,
         principal=principal,
@@ -318,7 +354,19 @@ def _record(
         candidate_fact_ids=[d.fact_id for d in result.decisions],
         selected_fact_ids=[row[0] for row in sorted(candidate_data, key=_rank_order) if row[1] is None],
     )
+    together: list[statements.Statement] = []
+    if block is not None:
+        together.append(session_blocks.upsert(block))
+    if seen_at is not None:
+        assert principal is not None
+        together.append((_LAST_SEEN, [seen_at, principal.pk]))
+    event.pk = statements.together([*together, statements.insert(event)], returning="id")
+    statements.stored(event)
     return event
+
+
+# R9's input: when the principal was last seen (``_stale`` says when it is worth a write).
+_LAST_SEEN = "UPDATE governance_principal SET last_seen_at = %s WHERE id = %s"
 
 
 def _rank_order(row: list[Any]) -> int:

@@ -24,6 +24,7 @@ from datetime import datetime
 from governance.models import PolicyVersion, Principal, Session, SessionBlock
 from governance.rules import retrieval as rules
 from governance.selectors import retrievals as selectors
+from governance.services import statements
 
 # What decides a block's content, and its unique key (models/sessions.py).
 KEY_FIELDS = ("session", "principal", "identity_verified", "policy_version")
@@ -62,15 +63,20 @@ def reusable(
     identity_verified: bool,
     version: PolicyVersion,
     now: datetime,
+    read: tuple[SessionBlock | None, list[rules.Candidate]] | None = None,
 ) -> tuple[Reuse | None, str]:
     """The block to reuse for this round, or None and why it must be computed.
 
     One statement reads the block by its key and its facts by primary key,
     scoped to this project and principal (R1): a fact that moved out of scope
-    is simply not found and counts as ineligible.
+    is simply not found and counts as ineligible. ``read``: what that
+    statement gave when the caller sent it already (with its retrieval's
+    header, ``selectors.retrievals.retrieval_header``).
     """
-    block, block_facts = selectors.cached_block(
-        session, principal, identity_verified=identity_verified, version=version
+    block, block_facts = (
+        read
+        if read is not None
+        else selectors.cached_block(session, principal, identity_verified=identity_verified, version=version)
     )
     if block is None:
         return None, "No session-start block was cached for this person, identity state and policy version."
@@ -94,7 +100,7 @@ def reusable(
     return Reuse(block=block, facts=facts), ""
 
 
-def store(
+def to_store(
     session: Session,
     principal: Principal | None,
     *,
@@ -104,9 +110,9 @@ def store(
     plan: rules.RetrievalPlan,
     hint_session_id: int | None,
 ) -> SessionBlock:
-    """Cache this round's session-start block under its key, replacing an older one."""
+    """This round's session-start block, to cache under its key (``upsert``), replacing an older one."""
     static = [item for item in plan.selected if not item.per_round]
-    block = SessionBlock(
+    return SessionBlock(
         session=session,
         principal=principal,
         identity_verified=identity_verified,
@@ -120,13 +126,17 @@ def store(
             {"fact_id": i.fact_id, "tier": i.tier, "age_days": i.age_days, "tokens": i.tokens} for i in static
         ],
     )
-    # One INSERT .. ON CONFLICT DO UPDATE on the block's key (its unique
-    # constraint treats a missing principal as a value), where update_or_create
-    # sent six statements (two savepoints, a locking read, the write, two releases).
-    SessionBlock.objects.bulk_create(
-        [block],
-        update_conflicts=True,
-        unique_fields=list(KEY_FIELDS),
-        update_fields=["mode", "hint_session_id", "text", "tokens", "fact_ids", "items"],
+
+
+def upsert(block: SessionBlock) -> statements.Statement:
+    """The statement that caches ``block``: one INSERT .. ON CONFLICT DO UPDATE on its key.
+
+    Its unique constraint treats a missing principal as a value; the retrieval
+    sends it with its event (``statements.together``), where update_or_create
+    sent six statements (two savepoints, a locking read, the write, two releases).
+    """
+    return statements.insert(
+        block,
+        unique_fields=KEY_FIELDS,
+        update_fields=("mode", "hint_session_id", "text", "tokens", "fact_ids", "items"),
     )
-    return block

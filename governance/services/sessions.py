@@ -44,7 +44,8 @@ def open_session(
     *,
     lock: bool = False,
     mode: str = "",
-    expect_new: bool = False,
+    looked_up: bool = False,
+    found: Session | None = None,
 ) -> Session:
     """The agent's session ``external_id``, created on first use and bound to ``principal`` for good.
 
@@ -54,15 +55,17 @@ def open_session(
     session's row lock, for callers that change what hangs off it (slots, the
     cached blocks, its end). ``mode`` is stored on a session this call creates
     (a retrieval's R9 mode, saving the UPDATE its first computation would send).
-    ``expect_new`` (a retrieval's first round) tries the INSERT first and looks
-    the session up only when it is taken: one statement instead of two for the
-    new session a first round usually names, the same result either way.
+    ``looked_up``: the caller has read the session by (agent, external id)
+    already, locked when ``lock`` asks for it, in a statement of its own
+    (a retrieval's header), and ``found`` is what it found (None: nothing);
+    the rules below apply to it exactly as to a session this call reads, and
+    a missing one is inserted without a second look-up first.
     """
     problem = identifier_problem(external_id, "session id")
     if problem:
         raise SessionError("session", problem)
     sessions = Session.objects.select_for_update() if lock else Session.objects
-    session = None if expect_new else sessions.filter(agent=agent, external_id=external_id).first()
+    session = found if looked_up else sessions.filter(agent=agent, external_id=external_id).first()
     created = False
     if session is None:
         session = Session(
@@ -71,8 +74,7 @@ def open_session(
         # A row this transaction inserted is locked by it, as ``lock`` asks.
         created = _insert_unless_taken(session)
         if not created:
-            # Taken: by an earlier round (``expect_new``), or by another round
-            # between the two statements: use it.
+            # Taken by another round between the look-up and the INSERT: use it.
             session = sessions.get(agent=agent, external_id=external_id)
     # The session is this agent's, in its project: later reads need no lookups.
     session.agent = agent

@@ -18,7 +18,6 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, connection, models, transaction
 from django.db.models import Max
-from django.db.models.sql import InsertQuery
 from django.utils import timezone
 
 from governance.models import Agent, Fact, Principal, RetrievalEvent, Session, Write
@@ -27,7 +26,7 @@ from governance.rules import supersession as supersession_rules
 from governance.rules.provenance import ref_problem
 from governance.rules.text import near_duplicate, normalise_statement, statement_fingerprint
 from governance.rules.tokens import count_tokens
-from governance.services import audit, conflicts
+from governance.services import audit, conflicts, statements
 from governance.services.embeddings import fact_vector_from_guard, guard_embedding, guard_embeddings
 from governance.services.facts import (
     corroborate_fact,
@@ -1055,43 +1054,31 @@ def _enqueue(write: Write, corroborated: Fact | None, embed_later: list[int] | N
 
 
 def _insert_together(*rows: models.Model) -> None:
-    """INSERT new rows of several tables in one statement, one round trip: each run of rows of one
-    model as the one multi-row INSERT Django would issue for them (the same columns, defaults and
-    value conversions as ``save(force_insert=True)``), all but the last as data-modifying WITH
-    clauses, which PostgreSQL runs in order with their triggers; rows without an id get theirs
-    in the order given. Foreign keys between them are checked at commit, as ever. Nothing is
-    returned: every row's id is known already (or, for an audit entry, unused)."""
+    """INSERT new rows of several tables in one statement, one round trip (``services.statements``):
+    each run of rows of one model as one multi-row INSERT (``_unnest_insert``), a lone row as
+    the INSERT Django would issue for ``save(force_insert=True)``; rows without an id get
+    theirs in the order given. Nothing is returned: every row's id is known already (or, for
+    an audit entry, unused)."""
     runs: list[list[models.Model]] = []
     for row in rows:
         if runs and type(runs[-1][0]) is type(row) and (runs[-1][0].pk is None) == (row.pk is None):
             runs[-1].append(row)
         else:
             runs.append([row])
-    statements: list[str] = []
-    params: list[Any] = []
+    parts: list[statements.Statement] = []
     for run in runs:
+        if len(run) == 1:
+            parts.append(statements.insert(run[0]))
+            continue
         meta = run[0]._meta
         fields = [
             f
             for f in meta.local_concrete_fields
             if not f.generated and (run[0].pk is not None or f is not meta.auto_field)
         ]
-        if len(run) > 1:
-            sql, values = _unnest_insert(run, fields)
-        else:
-            query = InsertQuery(type(run[0]))
-            query.insert_values(fields, run)
-            [(sql, values)] = query.get_compiler(using=connection.alias).as_sql()
-        statements.append(sql)
-        params.extend(values)
-    *first, last = statements
-    if first:
-        last = "WITH " + ", ".join(f"inserted_{n} AS ({sql})" for n, sql in enumerate(first)) + " " + last
-    with connection.cursor() as cursor:
-        cursor.execute(last, params)
-    for row in rows:
-        row._state.adding = False
-        row._state.db = connection.alias
+        parts.append(_unnest_insert(run, fields))
+    statements.together(parts)
+    statements.stored(*rows)
 
 
 def _unnest_insert(

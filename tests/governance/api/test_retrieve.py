@@ -199,29 +199,30 @@ def test_fact_endpoint_shows_the_chain_both_ways(support_bot):
 
 
 def test_a_retrieval_costs_a_fixed_number_of_queries(support_bot, django_assert_num_queries):
-    # Round 1 of a session, 11: the agent key, the request's savepoint, one read
+    # Round 1 of a session, 8: the agent key, the request's savepoint, one read
     # of the principal with R9's input, the reviewers' rulings on possible
-    # conflicts and the project's facts generation, the session (a first round
-    # expects a new one: one INSERT .. ON CONFLICT carrying its mode, which
-    # locks the row it inserts), the project's facts (first retrieval of this
-    # generation in the process only), the candidates, the resume hint, the
-    # start block (one upsert), the event, the principal's last-seen time, and
-    # the savepoint's release (the test runs inside a transaction). A later
-    # round, 8: the session looked up locked, the cached start block and its
-    # facts in one read replace planning it, the project's facts come from the
-    # process, and last-seen is fresh enough to leave alone. The first round of
-    # another session, 9 (docs/performance.md, "Statements per retrieval").
+    # conflicts, the project's facts generation, the session (locked; none
+    # yet) and the principal's ended sessions (R9's resume hint); the session
+    # INSERT .. ON CONFLICT carrying its mode, which locks the row it inserts;
+    # the project's facts (first retrieval of this generation in the process
+    # only); the candidates; one statement for the event with the start block
+    # (an upsert) and the principal's last-seen time; and the savepoint's
+    # release (the test runs inside a transaction). A later round, 6: the
+    # header reads the session locked and the cached start block with its
+    # facts, which replace planning it; the project's facts come from the
+    # process, and last-seen is fresh enough to leave alone. The first round
+    # of another session, 7 (docs/performance.md, "Statements per retrieval").
     for n in range(3):
         support_bot.write(f"Prefers tea number {n}", kind="preference")
     for n in range(3):
         support_bot.write(f"Lives in city {n}", key="home_city")
-    with django_assert_num_queries(11):
-        support_bot.retrieve("s-1", round=1, query="tea")
     with django_assert_num_queries(8):
+        support_bot.retrieve("s-1", round=1, query="tea")
+    with django_assert_num_queries(6):
         support_bot.retrieve("s-1", round=2, query="tea")
-    with django_assert_num_queries(9):
+    with django_assert_num_queries(7):
         support_bot.retrieve("s-2", round=1, query="tea")
-    # A first round naming a session that exists: the INSERT finds it taken,
-    # and the locked lookup follows (one statement more, the same session).
-    with django_assert_num_queries(10):
+    # A first round naming a session that exists: the header found it, so
+    # nothing is inserted (one statement fewer than a new session).
+    with django_assert_num_queries(6):
         support_bot.retrieve("s-2", round=1, query="tea")

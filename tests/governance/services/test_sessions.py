@@ -139,6 +139,30 @@ def test_only_the_latest_sessions_hint_resumes(support_bot: AgentPersona) -> Non
     assert ask(support_bot, "s-3", 1).context == "\n".join([PRIORITY, RESUME_LINE])
 
 
+def test_a_round_never_resumes_from_its_own_session(support_bot: AgentPersona) -> None:
+    """The hint comes from the latest ended session other than the retrieval's own (R9).
+
+    A first round reads the two latest ended sessions with its first statement;
+    a later round that computes its block reads them on its own.
+    """
+    ask(support_bot, "s-1", 1)
+    finish(support_bot, "s-1", resume_hint="Was choosing a plan.")
+    ask(support_bot, "s-2", 1)
+    finish(support_bot, "s-2", resume_hint="Was comparing two laptops.")
+
+    def hint(session: str) -> str:
+        return f"{RESUME_HINT_PREFIX}{{}} [SOURCE: session:{session} | AUTHORITY: 2 | AGE: 0 days]"
+
+    # s-2 ended last, but it is this retrieval's own session: s-1's hint resumes it.
+    assert ask(support_bot, "s-2", 1).context == "\n".join(
+        [PRIORITY, RESUME_LINE, hint("s-1").format("Was choosing a plan.")]
+    )
+    # A later round with no cached block computes one, with the latest other hint.
+    assert ask(support_bot, "s-3", 2).context == "\n".join(
+        [PRIORITY, RESUME_LINE, hint("s-2").format("Was comparing two laptops.")]
+    )
+
+
 def test_withdrawing_a_summary_erases_its_source_check_and_resume_hint(support_bot: AgentPersona) -> None:
     ask(support_bot, "s-1", 1)
     result = finish(
@@ -212,6 +236,9 @@ def test_opening_a_session_another_round_just_created_uses_theirs(support_bot: A
     assert late.pk is None
     opened = open_session(support_bot.agent, "s-race", principal, lock=True)
     assert opened.pk == theirs.pk
+    # A retrieval's header found nothing, and the session was made before its INSERT.
+    raced = open_session(support_bot.agent, "s-race", principal, lock=True, looked_up=True, found=None)
+    assert raced.pk == theirs.pk
     assert Session.objects.filter(agent=support_bot.agent, external_id="s-race").count() == 1
 
 

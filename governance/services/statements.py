@@ -1,0 +1,74 @@
+"""Several row changes in one statement: one round trip where each would send its own.
+
+A write stores its fact, itself and its audit entry together; a retrieval
+stores its event with the session's start block and the principal's last-seen
+time. Each INSERT is the one Django issues for ``save(force_insert=True)`` (or
+``bulk_create(update_conflicts=True)``): the same columns, defaults and value
+conversions. All but the last become data-modifying WITH clauses, which
+PostgreSQL runs with their triggers; foreign keys between them are checked at
+commit, as ever.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import connection, models
+from django.db.models.constants import OnConflict
+from django.db.models.sql import InsertQuery
+
+Statement = tuple[str, Sequence[Any]]
+
+
+def insert(
+    row: models.Model, *, unique_fields: Sequence[str] = (), update_fields: Sequence[str] = ()
+) -> Statement:
+    """The INSERT of ``row``; with ``unique_fields``, an upsert updating ``update_fields`` on conflict."""
+    meta = row._meta
+    fields = [
+        f
+        for f in meta.local_concrete_fields
+        if not f.generated and (row.pk is not None or f is not meta.auto_field)
+    ]
+    if unique_fields:
+        query = InsertQuery(
+            type(row),
+            on_conflict=OnConflict.UPDATE,
+            update_fields=[meta.get_field(name) for name in update_fields],
+            unique_fields=[meta.get_field(name) for name in unique_fields],
+        )
+    else:
+        query = InsertQuery(type(row))
+    query.insert_values(fields, [row])
+    [(sql, values)] = query.get_compiler(using=connection.alias).as_sql()
+    return sql, list(values)
+
+
+def together(statements: Sequence[Statement], *, returning: str | None = None) -> Any:
+    """Run ``statements`` as one: the last is the main statement, the others its WITH clauses.
+
+    With ``returning`` (a column of the last statement's table) the value it
+    returns; otherwise nothing.
+    """
+    *first, (last, last_params) = statements
+    params: list[Any] = []
+    for _, values in first:
+        params.extend(values)
+    params.extend(last_params)
+    if first:
+        last = (
+            "WITH " + ", ".join(f"together_{n} AS ({sql})" for n, (sql, _) in enumerate(first)) + " " + last
+        )
+    if returning is not None:
+        last += f" RETURNING {connection.ops.quote_name(returning)}"
+    with connection.cursor() as cursor:
+        cursor.execute(last, params)
+        return cursor.fetchone()[0] if returning is not None else None
+
+
+def stored(*rows: models.Model) -> None:
+    """Mark rows inserted by ``together`` as saved, as ``save()`` would."""
+    for row in rows:
+        row._state.adding = False
+        row._state.db = connection.alias

@@ -56,18 +56,31 @@ class Gathering(Generic[T]):
         with self._lock:
             self._items[item] = None
             if self._timer is None:
-                self._timer = threading.Timer(window, self.flush)
-                self._timer.name = f"gathering-{self.name}"
-                self._timer.start()
+                self._arm(window)
 
     def flush(self) -> None:
-        """Send what waits now (the timer calls this; tests and shutdown may too)."""
+        """Send what waits now, from the calling thread (tests; a process about to stop)."""
+        self._send_waiting()
+
+    def _arm(self, window: float) -> None:
+        # Under the lock. One timer at a time, and none while it sends: a broker
+        # that hangs holds one thread per gathering, not one per moment.
+        self._timer = threading.Timer(window, self._on_timer)
+        self._timer.name = f"gathering-{self.name}"
+        self._timer.start()
+
+    def _on_timer(self) -> None:
+        self._send_waiting()
+        with self._lock:
+            if self._items:  # added while this thread was sending
+                self._arm(max(_window_seconds(), 0.01))
+            else:
+                self._timer = None
+
+    def _send_waiting(self) -> None:
         with self._lock:
             items = list(self._items)
             self._items.clear()
-            if self._timer is not None and self._timer is not threading.current_thread():
-                self._timer.cancel()
-            self._timer = None
         if not items:
             return
         try:

@@ -187,11 +187,23 @@ def postgres_restarted(
 def crash_after_commit(stack: Stack) -> dict[str, Any]:
     """The web process dies after the write committed and before it answered; the client retries.
 
-    The broker is paused (it accepts connections and never answers), so the
-    request, once committed, waits in the hand-off of the embedding task: a
-    moment between commit and response that lasts long enough to kill the
-    gunicorn workers in, every time.
+    The web tier runs this fault with ``TASK_GATHER_MS=0``, so that a request
+    hands its tasks to the broker itself after its commit; the broker is
+    paused (it accepts connections and never answers), so the request, once
+    committed, waits in that hand-off: a moment between commit and response
+    that lasts long enough to kill the gunicorn workers in, every time. (By
+    default a web process gathers its hand-offs and sends them from a thread
+    of its own, which a paused broker does not hold the answer for, and the
+    moment is too short to hit.) The web tier is started again as it was.
     """
+    stack.restart_web(TASK_GATHER_MS="0")
+    try:
+        return _crash_after_commit(stack)
+    finally:
+        stack.restart_web()
+
+
+def _crash_after_commit(stack: Stack) -> dict[str, Any]:
     key = str(uuid.uuid4())
     statement = f"Takes notes by hand {uuid.uuid4().hex[:8]}."
     first: dict[str, Any] = {}

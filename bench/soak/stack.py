@@ -307,6 +307,23 @@ class Stack:
             log = self.processes["web"].log_text()[-3000:]
             raise StackError(f"Warm-up writes answered {statuses}:\n{log}")
 
+    def restart_web(self, **settings: str) -> None:
+        """Stop the web tier and start it again with ``settings`` on top of the stack's own
+        (none: as the stack started it), waiting until every worker answers."""
+        web = self.processes.pop("web")
+        self._kill_group(web, signal.SIGTERM)
+        try:
+            web.popen.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._kill_group(web, signal.SIGKILL)
+            web.popen.wait()
+        saved, self.extra_env = self.extra_env, {**self.extra_env, **settings}
+        try:
+            self.start_web()
+        finally:
+            self.extra_env = saved
+        self.wait_web()
+
     def web_worker_pids(self) -> list[int]:
         return [child.pid for child in psutil.Process(self.processes["web"].popen.pid).children()]
 

@@ -90,6 +90,35 @@ def test_a_send_that_fails_is_logged_and_the_next_moment_still_sends(
     assert "Could not hand 1 test item(s) to the worker" in caplog.text
 
 
+def test_a_send_that_hangs_holds_one_thread_and_the_next_send_takes_what_arrived_meanwhile(
+    gathered: None,
+) -> None:
+    # A broker that accepts connections and never answers holds the hand-off;
+    # what the process commits meanwhile must neither start a thread per moment
+    # nor be lost.
+    release = threading.Event()
+    sent = Sent()
+
+    def hanging(items: list[Any]) -> None:
+        if not sent.calls:
+            sent.calls.append(items)
+            release.wait(10)
+            return
+        sent(items)
+
+    seals = Gathering("test", hanging)
+    seals.add(1)
+    time.sleep(0.3)  # the first send is hanging now
+    threads = threading.active_count()
+    for item in (2, 3, 4):
+        seals.add(item)
+        time.sleep(0.2)  # past a moment each time
+    assert threading.active_count() == threads
+    release.set()
+    sent.wait()
+    assert sent.calls == [[1], [2, 3, 4]]
+
+
 def test_flush_sends_what_waits_at_once(gathered: None) -> None:
     sent = Sent()
     seals = Gathering("test", sent)

@@ -75,6 +75,30 @@ def test_round_one_reads_every_candidate_in_one_statement(
     assert len(by_id) == len(candidates)  # no fact twice
 
 
+def test_only_the_history_part_reads_when_a_status_changed(project: Project, people: dict[str, Any]) -> None:
+    # Thousands of a large principal's static and nearest rows would each bring a
+    # timestamp to parse; only the history part is ordered by it.
+    from django.db import connection
+
+    parts = ("static", "history", "nearest")
+    params = {
+        **selectors.standing_bounds(POLICY, people["now"]),
+        "project": project.pk,
+        "principal": people["alice"].pk,
+        "session": None,
+        "query": selectors._vector_text(unit(0)),
+        "per_round_kinds": list(POLICY.per_round_kinds),
+        "nearest_kinds": selectors._nearest_kinds(POLICY),
+        "history_limit": selectors.INACTIVE_HISTORY_LIMIT,
+        "nearest_limit": selectors._nearest_limit(POLICY),
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(selectors.candidate_statement(parts, "own_and_shared", True), params)
+        rows = cursor.fetchall()
+    changed = {(row[selectors._PART], row[selectors._CHANGED] is None) for row in rows}
+    assert changed == {("static", True), ("nearest", True), ("history", False)}
+
+
 def test_nearest_neighbours_are_only_facts_that_could_be_injected(
     project: Project, people: dict[str, Any], django_assert_num_queries: Any
 ) -> None:

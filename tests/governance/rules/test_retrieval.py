@@ -440,11 +440,12 @@ def test_a_snippet_is_read_against_every_keyed_fact() -> None:
         snippet(12, "Moved the deployment region to eu-west-2 last week"),
         snippet(13, "Drinks coffee now"),
         snippet(14, "Drinks tea blend 7 at noon"),
+        snippet(15, "Drinks tea blend 7 while we deploy in the us-east-1 region"),
     ]
     result = plan([*snippets, *drinks, REGION])
     lost = {s.fact_id: reasons(result)[s.fact_id] == "conflict_lost" for s in snippets}
     assert lost == {s.fact_id: any(_contradicts(s.statement, k) for k in [*drinks, REGION]) for s in snippets}
-    assert lost == {11: True, 12: False, 13: True, 14: False}
+    assert lost == {11: True, 12: False, 13: True, 14: False, 15: True}
 
 
 def test_r18_applies_only_to_unkeyed_per_round_snippets() -> None:

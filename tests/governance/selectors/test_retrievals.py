@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 import pytest
@@ -97,6 +97,28 @@ def test_only_the_history_part_reads_when_a_status_changed(project: Project, peo
         rows = cursor.fetchall()
     changed = {(row[selectors._PART], row[selectors._CHANGED] is None) for row in rows}
     assert changed == {("static", True), ("nearest", True), ("history", False)}
+
+
+def test_candidate_times_are_the_stored_times_to_the_microsecond(project: Project) -> None:
+    # The read sends them as microseconds since 1970, not as text to parse.
+    alice = PrincipalFactory(project=project)
+    now = timezone.now()
+    fact = FactFactory(
+        project=project,
+        principal=alice,
+        valid_from=datetime(1969, 7, 20, 20, 17, 40, 123457, tzinfo=UTC),
+        valid_to=now + timedelta(days=3, microseconds=7),
+        source_observed_at=now - timedelta(days=2, microseconds=999_999),
+    )
+    stored = Fact.objects.get(pk=fact.pk)
+    [found] = selectors.candidates(project, alice, None, POLICY, None, now=now, session_start=True)
+    assert (found.valid_from, found.valid_to, found.last_verified_at) == (
+        stored.valid_from,
+        stored.valid_to,
+        stored.last_verified_at,
+    )
+    assert found.valid_from is not None and found.valid_from.microsecond == 123457
+    assert found.last_verified_at.tzinfo is stored.last_verified_at.tzinfo
 
 
 def test_nearest_neighbours_are_only_facts_that_could_be_injected(

@@ -87,6 +87,8 @@ def encode_candidate(
     if not ((decision == "selected" and reason is None) or (decision == "excluded" and reason in REASONS)):
         raise ValueError(f"A candidate {decision!r} with reason {reason!r} cannot be recorded.")
     get = scores.get
+    # + 0.0 turns -0.0 into 0.0, which reads back from jsonb the same (the seal covers these).
+    # Written out for SCORE_KEYS (checked below): a large principal's round encodes thousands.
     return [
         fact_id,
         reason,
@@ -95,9 +97,14 @@ def encode_candidate(
         age_days,
         1 if per_round else 0,
         tokens,
-        # + 0.0 turns -0.0 into 0.0, which reads back from jsonb the same (the seal covers these).
-        *[round(float(get(key, 0.0)), 6) + 0.0 for key in SCORE_KEYS],
+        round(float(get("relevance", 0.0)), 6) + 0.0,
+        round(float(get("freshness", 0.0)), 6) + 0.0,
+        round(float(get("confidence", 0.0)), 6) + 0.0,
+        round(float(get("total", 0.0)), 6) + 0.0,
     ]
+
+
+assert SCORE_KEYS == ("relevance", "freshness", "confidence", "total"), "encode_candidate writes them out"
 
 
 def decode_candidates(event_id: int, data: Sequence[Sequence[Any]]) -> list[CandidateRecord]:

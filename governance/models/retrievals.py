@@ -125,7 +125,7 @@ def decode_candidates(event_id: int, data: Sequence[Sequence[Any]]) -> list[Cand
     ]
 
 
-class CandidateDataField(models.JSONField):  # type: ignore[type-arg]  # JSONField's stubs are generic
+class CandidateDataField(models.JSONField):
     """An event's candidates: sends the text an ``EncodedCandidates`` already holds.
 
     The event's seal encoded them (thousands for a large principal); the
@@ -143,7 +143,7 @@ class CandidateDataField(models.JSONField):  # type: ignore[type-arg]  # JSONFie
         return name, "django.db.models.JSONField", args, kwargs
 
 
-class FactIdsField(ArrayField):  # type: ignore[type-arg]  # ArrayField's stubs are generic
+class FactIdsField(ArrayField):
     """bigint[] of fact ids: a list of ints is typed for the database in one step.
 
     ArrayField converts each element through its base field (~4 microseconds

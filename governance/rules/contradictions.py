@@ -1005,8 +1005,8 @@ def _contradiction_losers(
     for i, s in enumerate(compared):
         side = (group_of[i], s.is_project_fact, bool(s.key), s.source_type in DIRECT_SOURCES)
         sides.setdefault(side, _Rivals()).members.append(i)
-    for rival in sides.values():
-        rival.index(order)
+    for side_facts in sides.values():
+        side_facts.index(order)
     reviewed = {fact_id for pair in kept for fact_id in pair}
     found: list[tuple[int, int]] = []  # (loser, winner) positions in ``compared``
     for i, s in enumerate(compared):

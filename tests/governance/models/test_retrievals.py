@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 def test_fact_ids_are_typed_without_a_trip_through_the_base_field(monkeypatch: pytest.MonkeyPatch) -> None:
     field = RetrievalEvent._meta.get_field("candidate_fact_ids")
     calls: list[Any] = []
-    monkeypatch.setattr(field.base_field, "get_db_prep_value", lambda *a, **k: calls.append(a))  # type: ignore[attr-defined]
+    monkeypatch.setattr(field.base_field, "get_db_prep_value", lambda *a, **k: calls.append(a))
     sent = field.get_db_prep_save([1, 2**40, 3], connection)
     assert sent == [1, 2**40, 3] and all(type(v) is Int8 for v in sent)
     assert calls == []

@@ -8,7 +8,7 @@ from typing import Any, cast
 import pytest
 from django.utils import timezone
 
-from governance.models import Fact, Project
+from governance.models import Fact, Principal, Project
 from governance.rules.policy import PolicySettings
 from governance.selectors import retrievals as selectors
 from tests.personas import FactFactory, PrincipalFactory
@@ -101,14 +101,17 @@ def test_only_the_history_part_reads_when_a_status_changed(project: Project, peo
 
 def test_candidate_times_are_the_stored_times_to_the_microsecond(project: Project) -> None:
     # The read sends them as microseconds since 1970, not as text to parse.
-    alice = PrincipalFactory(project=project)
+    alice = cast(Principal, PrincipalFactory(project=project))
     now = timezone.now()
-    fact = FactFactory(
-        project=project,
-        principal=alice,
-        valid_from=datetime(1969, 7, 20, 20, 17, 40, 123457, tzinfo=UTC),
-        valid_to=now + timedelta(days=3, microseconds=7),
-        source_observed_at=now - timedelta(days=2, microseconds=999_999),
+    fact = cast(
+        Fact,
+        FactFactory(
+            project=project,
+            principal=alice,
+            valid_from=datetime(1969, 7, 20, 20, 17, 40, 123457, tzinfo=UTC),
+            valid_to=now + timedelta(days=3, microseconds=7),
+            source_observed_at=now - timedelta(days=2, microseconds=999_999),
+        ),
     )
     stored = Fact.objects.get(pk=fact.pk)
     [found] = selectors.candidates(project, alice, None, POLICY, None, now=now, session_start=True)

@@ -30,6 +30,7 @@ only the newer side of a pair that is still active (``conflict_lost``).
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 import unicodedata
@@ -938,48 +939,14 @@ def conflict_losers(statements: Sequence[Statement], rulings: PairRulings = NO_R
     is direct evidence: hearsay never silences what the person or the
     configuration said (R6). A keyed fact always beats an unkeyed one (R18).
     A pair a reviewer kept both of never conflicts; a pair waiting for a
-    reviewer conflicts even when the wording alone would not tell.
+    reviewer conflicts even when the wording alone would not tell. A loser
+    that several facts beat is mapped to the first of them in ``statements``.
     """
     claims = {
         s.fact_id: claims_of(s.statement, s.key) for s in statements if s.kind not in _NOT_COMPARED_KINDS
     }
     compared = [s for s in statements if claims.get(s.fact_id)]
-    # Only claims about the same attribute of the same subject can conflict
-    # (claims_conflict), so pairs are formed within those groups: linear in the
-    # number of facts for a principal whose facts are about different things,
-    # instead of comparing every fact with every other (issue 13).
-    groups: dict[tuple[str, str], list[int]] = {}
-    for index, s in enumerate(compared):
-        for topic in {(c.attribute, c.subject) for c in claims[s.fact_id]}:
-            groups.setdefault(topic, []).append(index)
-    pairs = sorted(
-        {(i, j) for members in groups.values() for n, i in enumerate(members) for j in members[n + 1 :]}
-    )
-    losers: dict[int, int] = {}
-    for i, j in pairs:
-        a, b = compared[i], compared[j]
-        if a.is_project_fact != b.is_project_fact or frozenset((a.fact_id, b.fact_id)) in rulings.kept:
-            continue
-        newer, older = (a, b) if a.newer_than(b) else (b, a)
-        if (
-            contradiction(
-                newer.statement,
-                older.statement,
-                new_claims=claims[newer.fact_id],
-                old_claims=claims[older.fact_id],
-            )
-            is None
-            and contradiction(
-                older.statement,
-                newer.statement,
-                new_claims=claims[older.fact_id],
-                old_claims=claims[newer.fact_id],
-            )
-            is None
-        ):
-            continue
-        winner, loser = _winner(newer, older)
-        losers.setdefault(loser.fact_id, winner.fact_id)
+    losers = _contradiction_losers(compared, [claims[s.fact_id] for s in compared], rulings.kept)
     if rulings.waiting:
         by_id = {s.fact_id: s for s in statements}
         for pair in sorted(rulings.waiting - rulings.kept, key=sorted):
@@ -990,6 +957,134 @@ def conflict_losers(statements: Sequence[Statement], rulings: PairRulings = NO_R
             winner, loser = _winner(newer, older)
             losers.setdefault(loser.fact_id, winner.fact_id)
     return losers
+
+
+def _contradiction_losers(
+    compared: Sequence[Statement], claims: Sequence[tuple[Claim, ...]], kept: frozenset[frozenset[int]]
+) -> dict[int, int]:
+    """``conflict_losers`` for the pairs the wording contradicts, without comparing fact with fact.
+
+    Whether two facts contradict depends on their claims alone, and a large
+    principal's facts repeat a few claims many times ("prefers dark mode" in
+    hundreds of notes). So the facts are grouped by their claims, each pair of
+    groups that share a topic is compared once, and each fact then asks each
+    contradicting group for its first member (in ``compared``) that beats it
+    (``_Rivals``): linear in the facts, quadratic only in the number of
+    different claims about one topic (issue 13; it compared ~2,500 pairs of
+    facts per round for the largest bench principal, and would compare
+    millions for one with thousands of facts about one attribute).
+    The pairs, winners and order of the answer are those of comparing every
+    two facts that share a topic, in order (tests/governance/rules pin it).
+    """
+    groups: dict[tuple[Claim, ...], int] = {}
+    group_of = [groups.setdefault(c, len(groups)) for c in claims]
+    # Only claims about the same attribute of the same subject can conflict
+    # (claims_conflict): groups are compared within a topic.
+    by_topic: dict[tuple[str, str], list[int]] = {}
+    for group, group_claims in enumerate(groups):
+        for topic in {(c.attribute, c.subject) for c in group_claims}:
+            by_topic.setdefault(topic, []).append(group)
+    rivals: list[set[int]] = [set() for _ in groups]
+    compared_groups: set[tuple[int, int]] = set()
+    listed = list(groups)
+    for members in by_topic.values():
+        for n, a in enumerate(members):
+            for b in members[n:]:  # a group with itself too: two facts with the same claims
+                if (a, b) in compared_groups:
+                    continue
+                compared_groups.add((a, b))
+                if (
+                    contradiction("", "", new_claims=listed[a], old_claims=listed[b]) is not None
+                    or contradiction("", "", new_claims=listed[b], old_claims=listed[a]) is not None
+                ):
+                    rivals[a].add(b)
+                    rivals[b].add(a)
+    # Ties on (time, id) only arise for a fact listed twice; the later one then counts as newer.
+    order = [(s.when, s.fact_id, i) for i, s in enumerate(compared)]
+    sides: dict[tuple[int, bool, bool, bool], _Rivals] = {}
+    for i, s in enumerate(compared):
+        side = (group_of[i], s.is_project_fact, bool(s.key), s.source_type in DIRECT_SOURCES)
+        sides.setdefault(side, _Rivals()).members.append(i)
+    for side_facts in sides.values():
+        side_facts.index(order)
+    reviewed = {fact_id for pair in kept for fact_id in pair}
+    found: list[tuple[int, int]] = []  # (loser, winner) positions in ``compared``
+    for i, s in enumerate(compared):
+        keyed, direct = bool(s.key), s.source_type in DIRECT_SOURCES
+        first: int | None = None
+        for group in rivals[group_of[i]]:
+            for rival_keyed in (True, False):
+                for rival_direct in (True, False):
+                    rival = sides.get((group, s.is_project_fact, rival_keyed, rival_direct))
+                    if rival is None:
+                        continue
+                    beats = _beats(rival_keyed, rival_direct, keyed, direct)
+                    if beats is None:
+                        continue
+                    if s.fact_id in reviewed:
+                        # A pair a reviewer kept both of is skipped: walk this side's facts.
+                        j = rival.first_beating(i, order, beats, compared, kept)
+                    else:
+                        j = rival.first(order[i] if beats == "newer" else None)
+                    if j is not None and (first is None or j < first):
+                        first = j
+        if first is not None:
+            found.append((i, first))
+    # In the order comparing the pairs (lower position first) would have met them.
+    found.sort(key=lambda pair: (min(pair), max(pair)))
+    return {compared[loser].fact_id: compared[winner].fact_id for loser, winner in found}
+
+
+def _beats(keyed: bool, direct: bool, other_keyed: bool, other_direct: bool) -> str | None:
+    """Which facts of one kind (keyed?, direct?) beat a contradicting fact of another: ``_winner`` by kind.
+
+    "all", "newer" (those newer than it), or None.
+    """
+    if keyed != other_keyed:
+        return "all" if keyed else None
+    if direct == other_direct:
+        return "newer"
+    # Hearsay never beats direct evidence, and direct evidence always beats hearsay.
+    return "all" if direct else None
+
+
+class _Rivals:
+    """The facts of one claims group with one projectness, keyedness and directness, by recency."""
+
+    def __init__(self) -> None:
+        self.members: list[int] = []  # positions in ``compared``, ascending
+        self._by_age: list[tuple[datetime, int, int]] = []
+        self._first_from: list[int] = []  # the lowest position among _by_age[k:]
+
+    def index(self, order: Sequence[tuple[datetime, int, int]]) -> None:
+        self._by_age = sorted(order[i] for i in self.members)
+        lowest = len(order)
+        self._first_from = [0] * len(self._by_age)
+        for k in range(len(self._by_age) - 1, -1, -1):
+            lowest = min(lowest, self._by_age[k][2])
+            self._first_from[k] = lowest
+
+    def first(self, newer_than: tuple[datetime, int, int] | None) -> int | None:
+        """The lowest position of a member (newer than ``newer_than``, when given)."""
+        if newer_than is None:
+            return self.members[0]
+        k = bisect.bisect_right(self._by_age, newer_than)
+        return self._first_from[k] if k < len(self._by_age) else None
+
+    def first_beating(
+        self,
+        i: int,
+        order: Sequence[tuple[datetime, int, int]],
+        beats: str,
+        compared: Sequence[Statement],
+        kept: frozenset[frozenset[int]],
+    ) -> int | None:
+        for j in self.members:
+            if beats == "newer" and order[j] <= order[i]:
+                continue
+            if frozenset((compared[i].fact_id, compared[j].fact_id)) not in kept:
+                return j
+        return None
 
 
 # --- possible conflicts by similarity (the background check) ---------------

@@ -299,7 +299,7 @@ def plan_retrieval(
         elif kept.repeats(candidate):
             reasons[i] = "duplicate"
         elif candidate.fact_id in losers or (
-            candidate.key is None and per_round and any(k.contradicted_by(candidate.statement) for k in keyed)
+            candidate.key is None and per_round and _contradicts_any(candidate.statement, keyed)
         ):
             reasons[i] = "conflict_lost"
         else:
@@ -804,9 +804,27 @@ class _KeyedValue:
         return _keyed_value(fact.statement, fact.key) if fact.key else None
 
     def contradicted_by(self, snippet: str) -> bool:
-        if not _mentions(self.subject, _words(snippet)):
-            return False
-        return not self.values & set(_tokens(snippet))
+        return _contradicts_any(snippet, (self,))
+
+
+def _contradicts_any(snippet: str, keyed: Sequence[_KeyedValue]) -> bool:
+    """Whether ``snippet`` talks about any of the ``keyed`` facts' subjects without its value.
+
+    The snippet is read once for all of them: a large principal has hundreds of
+    keyed facts, and reading it again for each was most of this check's time.
+    """
+    if not keyed:
+        return False
+    words = _words(snippet)
+    tokens: set[str] | None = None
+    for fact in keyed:
+        if not _mentions(fact.subject, words):
+            continue
+        if tokens is None:
+            tokens = set(_tokens(snippet))
+        if not fact.values & tokens:
+            return True
+    return False
 
 
 @functools.lru_cache(maxsize=8192)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -42,6 +42,29 @@ def retrieval_seal(
         # edited in the database no longer matches the seal either. The application
         # always passes them; None is the form before they moved into the event,
         # which migration 0017 still computes.
-        content["candidates"] = list(candidates)
-    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        content["candidates"] = None if isinstance(candidates, EncodedCandidates) else list(candidates)
+    canonical = _canonical(content)
+    if isinstance(candidates, EncodedCandidates):
+        # Their text is the one json.dumps would put there (a list has no keys to
+        # sort); with the keys sorted only the agent's id comes before them, so
+        # the first marker is theirs.
+        head, _, tail = canonical.partition('"candidates":null')
+        canonical = f'{head}"candidates":{candidates.json}{tail}'
     return hmac.new(key, canonical.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+class EncodedCandidates(list[Any]):
+    """A retrieval event's candidates in their stored form, with their JSON text made once.
+
+    A large principal's event has thousands of candidates; the seal covers this
+    text and the event's INSERT sends it (models/retrievals.py), where each
+    encoded them again.
+    """
+
+    def __init__(self, rows: Iterable[Any]) -> None:
+        super().__init__(rows)
+        self.json = _canonical(self)

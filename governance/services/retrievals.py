@@ -24,6 +24,7 @@ from governance.models.retrievals import encode_candidate
 from governance.rules import retrieval as rules
 from governance.rules.provenance import REF_MAX_CHARS
 from governance.rules.rendering import ResumeHint, single_line
+from governance.rules.seals import EncodedCandidates
 from governance.rules.sessions import HINT_SOURCE, resume_hint_findings
 from governance.rules.supersession import effective_caps
 from governance.selectors import retrievals as selectors
@@ -309,8 +310,9 @@ def _record(
     excluded = [d for d in result.decisions if d.decision == "excluded"]
     created_at = timezone.now()
     rank = {item.fact_id: position for position, item in enumerate(result.selected, start=1)}
-    # The candidates travel in the event's own row (one INSERT, no row per candidate).
-    candidate_data = [
+    # The candidates travel in the event's own row (one INSERT, no row per candidate),
+    # encoded to JSON once for the seal and the INSERT.
+    candidate_data = EncodedCandidates(
         encode_candidate(
             d.fact_id,
             d.decision,
@@ -323,7 +325,7 @@ def _record(
             d.scores,
         )
         for d in result.decisions
-    ]
+    )
     # Sealed before the INSERT, in the same statement: no extra query, no lock
     # (RetrievalEvent's docstring says how the seal joins the trail).
     seal = checkpoints.seal_retrieval(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -9,8 +11,11 @@ from typing import Any
 import pytest
 import yaml
 
+from governance.rules import contradictions
 from governance.rules.contradictions import (
+    DIRECT_SOURCES,
     SELF,
+    PairRulings,
     Statement,
     claims_conflict,
     claims_of,
@@ -184,6 +189,115 @@ def test_project_and_principal_facts_are_not_compared() -> None:
     assert (
         conflict_losers([st(1, "We use Python.", days=5, project=True), st(2, "I use Rust.", days=1)]) == {}
     )
+
+
+def _losers_pairwise(statements: Sequence[Statement], kept: frozenset[frozenset[int]]) -> dict[int, int]:
+    """conflict_losers as it was before it grouped facts by their claims: every pair sharing a topic."""
+    claims = {
+        s.fact_id: claims_of(s.statement, s.key) for s in statements if s.kind not in ("slot", "summary")
+    }
+    compared = [s for s in statements if claims.get(s.fact_id)]
+    groups: dict[tuple[str, str], list[int]] = {}
+    for index, s in enumerate(compared):
+        for topic in {(c.attribute, c.subject) for c in claims[s.fact_id]}:
+            groups.setdefault(topic, []).append(index)
+    pairs = sorted(
+        {(i, j) for members in groups.values() for n, i in enumerate(members) for j in members[n + 1 :]}
+    )
+    losers: dict[int, int] = {}
+    for i, j in pairs:
+        a, b = compared[i], compared[j]
+        if a.is_project_fact != b.is_project_fact or frozenset((a.fact_id, b.fact_id)) in kept:
+            continue
+        newer, older = (a, b) if a.newer_than(b) else (b, a)
+        if (
+            contradiction("", "", new_claims=claims[newer.fact_id], old_claims=claims[older.fact_id]) is None
+            and contradiction("", "", new_claims=claims[older.fact_id], old_claims=claims[newer.fact_id])
+            is None
+        ):
+            continue
+        if bool(newer.key) != bool(older.key):
+            winner, loser = (newer, older) if newer.key else (older, newer)
+        elif newer.source_type not in DIRECT_SOURCES and older.source_type in DIRECT_SOURCES:
+            winner, loser = older, newer
+        else:
+            winner, loser = newer, older
+        losers.setdefault(loser.fact_id, winner.fact_id)
+    return losers
+
+
+_WORDINGS = [
+    ("I live in Leeds.", None),
+    ("I live in York.", None),
+    ("I live in Paris.", None),
+    ("I no longer live in Leeds.", None),
+    ("My sister lives in York.", None),
+    ("I use Python.", None),
+    ("I use Rust.", None),
+    ("I also use Go.", None),
+    ("I use Python for scripts.", None),
+    ("I use Python and Go.", None),
+    ("I might use Go.", None),
+    ("Rust", "primary_language"),
+    ("Python", "primary_language"),
+    ("I use PostgreSQL 15.4.", None),
+    ("I use PostgreSQL 15.", None),
+    ("I use PostgreSQL 16.", None),
+    ("Prefers dark mode and email (note 3)", None),
+    ("Prefers light mode (note 4)", None),
+    ("Prefers dark mode (note 5)", "slot_5"),
+    ("Prefers window seats (note 6)", None),
+]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_many_facts_lose_as_comparing_every_pair_would(seed: int) -> None:
+    # Thousands of facts repeating a few claims (a large principal): the grouped
+    # comparison must name the same losers, winners and order as the pairwise one.
+    rng = random.Random(seed)
+    facts = []
+    for fact_id in rng.sample(range(1, 100_000), 2_000):
+        statement, key = rng.choice(_WORDINGS)
+        facts.append(
+            st(
+                fact_id,
+                statement,
+                days=rng.randrange(0, 30),  # many ties on time: the id decides
+                key=key,
+                kind=rng.choice(("profile", "preference", "preference", "summary")),
+                project=rng.random() < 0.2,
+                source=rng.choice(("user_statement", "config", "web_page", "inference")),
+            )
+        )
+    ids = [s.fact_id for s in facts]
+    kept = frozenset(frozenset(rng.sample(ids, 2)) for _ in range(200))
+    losers = conflict_losers(facts, PairRulings(kept=kept))
+    assert list(losers.items()) == list(_losers_pairwise(facts, kept).items())
+    assert len(losers) > 500
+
+
+def test_facts_repeating_one_claim_are_compared_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # One topic, two answers, a thousand facts: comparing pairs of facts made ~500,000 comparisons.
+    calls = []
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return contradiction(*args, **kwargs)
+
+    monkeypatch.setattr(contradictions, "contradiction", counted)
+    facts = [st(i, "I live in Leeds." if i % 2 else "I live in York.", days=i % 40) for i in range(1, 1_001)]
+    losers = conflict_losers(facts)
+    assert len(calls) <= 6
+    assert losers == _losers_pairwise(facts, frozenset())
+
+
+def test_a_fact_beaten_by_several_maps_to_the_first_listed() -> None:
+    facts = [
+        st(5, "I live in York.", days=1),
+        st(3, "I live in Leeds.", days=9),
+        st(4, "I live in Paris.", days=2),
+    ]
+    assert conflict_losers(facts) == {3: 5, 4: 5}
 
 
 def test_summaries_and_slots_are_not_compared() -> None:

@@ -18,6 +18,7 @@ from governance.rules.retrieval import (
     ROUND_RESERVE_SHARE,
     Candidate,
     RetrievalPlan,
+    _contradicts,
     age_in_days,
     distinguishing_values,
     eligibility,
@@ -428,6 +429,23 @@ def test_keyed_fact_beats_a_disagreeing_snippet() -> None:
 )
 def test_snippets_that_agree_or_talk_about_something_else_stay(statement: str) -> None:
     assert reasons(plan([snippet(11, statement), REGION])) == {11: None, 10: None}
+
+
+def test_a_snippet_is_read_against_every_keyed_fact() -> None:
+    # A large principal's hundreds of keyed facts: the snippet is read once for
+    # all of them, and the one it disagrees with may come last.
+    drinks = [fact(100 + n, key="drink", statement=f"Drinks tea blend {n}") for n in range(300)]
+    snippets = [
+        snippet(11, "We deploy in us-east-1 region"),
+        snippet(12, "Moved the deployment region to eu-west-2 last week"),
+        snippet(13, "Drinks coffee now"),
+        snippet(14, "Drinks tea blend 7 at noon"),
+        snippet(15, "Drinks tea blend 7 while we deploy in the us-east-1 region"),
+    ]
+    result = plan([*snippets, *drinks, REGION])
+    lost = {s.fact_id: reasons(result)[s.fact_id] == "conflict_lost" for s in snippets}
+    assert lost == {s.fact_id: any(_contradicts(s.statement, k) for k in [*drinks, REGION]) for s in snippets}
+    assert lost == {11: True, 12: False, 13: True, 14: False, 15: True}
 
 
 def test_r18_applies_only_to_unkeyed_per_round_snippets() -> None:

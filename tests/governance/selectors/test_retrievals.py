@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 import pytest
 from django.utils import timezone
 
-from governance.models import Fact, Project
+from governance.models import Fact, Principal, Project
 from governance.rules.policy import PolicySettings
 from governance.selectors import retrievals as selectors
 from tests.personas import FactFactory, PrincipalFactory
@@ -73,6 +73,55 @@ def test_round_one_reads_every_candidate_in_one_statement(
     # Another person's memory never (R1).
     assert facts["bob"].pk not in by_id
     assert len(by_id) == len(candidates)  # no fact twice
+
+
+def test_only_the_history_part_reads_when_a_status_changed(project: Project, people: dict[str, Any]) -> None:
+    # Thousands of a large principal's static and nearest rows would each bring a
+    # timestamp to parse; only the history part is ordered by it.
+    from django.db import connection
+
+    parts = ("static", "history", "nearest")
+    params = {
+        **selectors.standing_bounds(POLICY, people["now"]),
+        "project": project.pk,
+        "principal": people["alice"].pk,
+        "session": None,
+        "query": selectors._vector_text(unit(0)),
+        "per_round_kinds": list(POLICY.per_round_kinds),
+        "nearest_kinds": selectors._nearest_kinds(POLICY),
+        "history_limit": selectors.INACTIVE_HISTORY_LIMIT,
+        "nearest_limit": selectors._nearest_limit(POLICY),
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(selectors.candidate_statement(parts, "own_and_shared", True), params)
+        rows = cursor.fetchall()
+    changed = {(row[selectors._PART], row[selectors._CHANGED] is None) for row in rows}
+    assert changed == {("static", True), ("nearest", True), ("history", False)}
+
+
+def test_candidate_times_are_the_stored_times_to_the_microsecond(project: Project) -> None:
+    # The read sends them as microseconds since 1970, not as text to parse.
+    alice = cast(Principal, PrincipalFactory(project=project))
+    now = timezone.now()
+    fact = cast(
+        Fact,
+        FactFactory(
+            project=project,
+            principal=alice,
+            valid_from=datetime(1969, 7, 20, 20, 17, 40, 123457, tzinfo=UTC),
+            valid_to=now + timedelta(days=3, microseconds=7),
+            source_observed_at=now - timedelta(days=2, microseconds=999_999),
+        ),
+    )
+    stored = Fact.objects.get(pk=fact.pk)
+    [found] = selectors.candidates(project, alice, None, POLICY, None, now=now, session_start=True)
+    assert (found.valid_from, found.valid_to, found.last_verified_at) == (
+        stored.valid_from,
+        stored.valid_to,
+        stored.last_verified_at,
+    )
+    assert found.valid_from is not None and found.valid_from.microsecond == 123457
+    assert found.last_verified_at.tzinfo is stored.last_verified_at.tzinfo
 
 
 def test_nearest_neighbours_are_only_facts_that_could_be_injected(

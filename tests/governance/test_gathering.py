@@ -133,7 +133,7 @@ def test_a_forked_child_gathers_on_its_own(gathered: None) -> None:
     # The parent's timer thread does not exist in a child (gunicorn and Celery
     # fork their workers); without the reset after fork, the child would wait
     # for it forever and never send.
-    seals = Gathering("test", lambda items: None)
+    seals: Gathering[str] = Gathering("test", lambda items: None)
     seals.add("parent's")
     read_end, write_end = os.pipe()
 
@@ -143,7 +143,7 @@ def test_a_forked_child_gathers_on_its_own(gathered: None) -> None:
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child
         try:
-            seals._send = child_send  # type: ignore[method-assign]
+            seals._send = child_send
             seals.add("child's")
             time.sleep(1)
         finally:

@@ -1,11 +1,12 @@
 """The Celery app, configured from Django settings (CELERY_* names)."""
 
+import gc
 import os
 from pathlib import Path
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_init
+from celery.signals import worker_init, worker_process_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
 
@@ -20,6 +21,13 @@ def _require_secrets(**kwargs: Any) -> None:
     from memoryadmin.checks import require_secrets
 
     require_secrets()
+
+
+@worker_process_init.connect
+def _freeze_what_was_loaded(**kwargs: Any) -> None:
+    # As in memoryadmin/wsgi.py: what a pool process starts with lives as long
+    # as it does, so full collections need not walk it again and again.
+    gc.freeze()
 
 
 def ensure_filesystem_broker_folders() -> None:

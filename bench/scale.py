@@ -623,6 +623,9 @@ def explain_round1(agent: Any, person: str) -> str:
     for query in captured.captured_queries:
         sql = query["sql"]
         lines.append(f"-- {query['time']} s: {sql[:300]}{'...' if len(sql) > 300 else ''}")
+        # The row-level-security setting travels in front of a statement in the
+        # same string (governance/rls.py); EXPLAIN the statement, not the setting.
+        sql = re.sub(r"^SELECT set_config\([^;]*\);\s*", "", sql)
         if sql.lstrip("( ").upper().startswith("SELECT") and "governance_fact" in sql:
             # Under the agent's project scope, as the retrieval ran it: without one,
             # row-level security leaves no rows and the plan shows nothing of the work.

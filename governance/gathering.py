@@ -108,6 +108,8 @@ def _window_seconds() -> float:
 
 
 def _eager() -> bool:
+    # The project's app, as the tasks' senders use it; celery.current_app is
+    # kept per thread and was another app in some threads under the tests.
     from memoryadmin.celery import app
 
     return bool(app.conf.task_always_eager)

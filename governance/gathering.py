@@ -109,8 +109,8 @@ def _window_seconds() -> float:
 
 def _eager() -> bool:
     # The project's app, as the tasks' senders use it. celery.current_app is
-    # kept per thread; asked instead, three tests that send through the real
-    # worker failed (their tasks were never sent).
+    # kept per thread, and asking it instead failed three of the gathering's
+    # tests in tests/governance/services/.
     from memoryadmin.celery import app
 
     return bool(app.conf.task_always_eager)

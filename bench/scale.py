@@ -672,7 +672,9 @@ def start_gunicorn(folder: Path, workers: int) -> tuple[subprocess.Popen[bytes],
             "8",
             "--timeout",
             "120",
-            # The model is loaded once and shared copy-on-write by the workers.
+            # The application is loaded once and shared copy-on-write by the
+            # workers (memoryadmin/wsgi.py freezes it); each worker loads the
+            # embedding model on its first request (warmed below).
             "--preload",
         ],
         cwd=ROOT,

@@ -58,13 +58,12 @@ def enqueue_embeddings(fact_ids: list[int]) -> None:
     Just as robust: the rows stay the outbox, and the sweep finds any fact
     whose task was lost.
     """
-    for start in range(0, len(fact_ids), EMBED_TASK_FACTS):
-        transaction.on_commit(
-            functools.partial(_send_embeddings, fact_ids[start : start + EMBED_TASK_FACTS]), robust=True
-        )
+    if fact_ids:
+        transaction.on_commit(functools.partial(_send_embeddings, list(fact_ids)), robust=True)
 
 
 def _send_embeddings(fact_ids: list[int]) -> None:
+    """One ``embed_fact`` task for one fact, else one ``embed_facts`` per EMBED_TASK_FACTS."""
     from governance.tasks import embed_fact, embed_facts
 
     if len(fact_ids) == 1:

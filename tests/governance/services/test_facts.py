@@ -193,3 +193,25 @@ def test_the_new_facts_of_a_moment_are_embedded_by_one_task(
     ids = [fact.pk for fact in facts]
     wait_until(lambda: Fact.objects.filter(pk__in=ids, embedded_at__isnull=False).count() == 3, timeout=120)
     assert sent == [("governance.tasks.embed_facts", ids)]
+
+
+def test_a_batch_of_new_facts_is_embedded_in_tasks_of_at_most_a_hundred(
+    monkeypatch, django_capture_on_commit_callbacks
+):
+    from governance import tasks
+
+    sent: list[Any] = []
+    monkeypatch.setattr(tasks.embed_facts, "delay", lambda ids: sent.append(("many", ids)))
+    monkeypatch.setattr(tasks.embed_fact, "delay", lambda pk: sent.append(("one", pk)))
+    with django_capture_on_commit_callbacks(execute=True):
+        fact_service.enqueue_embeddings(list(range(1, 251)))
+        fact_service.enqueue_embeddings([7])
+        fact_service.enqueue_embeddings([])
+
+    assert [(kind, len(ids) if kind == "many" else ids) for kind, ids in sent] == [
+        ("many", 100),
+        ("many", 100),
+        ("many", 50),
+        ("one", 7),
+    ]
+    assert [i for kind, ids in sent if kind == "many" for i in ids] == list(range(1, 251))

@@ -993,6 +993,8 @@ def _contradiction_losers(
                 if (a, b) in compared_groups:
                     continue
                 compared_groups.add((a, b))
+                # Given claims, ``contradiction`` reads no statement text: the
+                # groups' claims decide for every fact in them.
                 if (
                     contradiction("", "", new_claims=listed[a], old_claims=listed[b]) is not None
                     or contradiction("", "", new_claims=listed[b], old_claims=listed[a]) is not None

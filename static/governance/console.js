@@ -116,7 +116,18 @@
     var source = event.detail.requestConfig && event.detail.requestConfig.elt;
     // The similar facts arrive on their own (out of band, into their boxes):
     // they must not cancel the move to the next item of a decision meanwhile.
-    if (source && source.hasAttribute && source.hasAttribute("data-similar-loader")) return;
+    // A card decided while they were on the way has no box left for them:
+    // its part of the answer is dropped here rather than left for htmx to
+    // report as a swap with no target.
+    if (source && source.hasAttribute && source.hasAttribute("data-similar-loader")) {
+      var answer = document.createElement("template");
+      answer.innerHTML = event.detail.serverResponse;
+      answer.content.querySelectorAll("[hx-swap-oob][id]").forEach(function (box) {
+        if (!document.getElementById(box.id)) box.remove();
+      });
+      event.detail.serverResponse = answer.innerHTML;
+      return;
+    }
     if ((status === 400 || status === 409) && source && source.closest && source.closest("[data-swap-errors]")) {
       event.detail.shouldSwap = true;
       event.detail.isError = false;

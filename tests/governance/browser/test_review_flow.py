@@ -194,3 +194,50 @@ def test_similar_facts_arrive_after_the_page_and_leave_a_reviewers_edit_alone(
     item.get_by_role("button", name="Approve", exact=True).click()
     expect(page.locator(f"#write-{write.pk}")).to_contain_text("approved with edits by riley")
     assert Fact.objects.get(pk=write.fact_id).statement == "Prefers window seats on flights over four hours"
+
+
+def test_a_card_decided_before_its_similar_facts_arrive_leaves_no_error_behind(
+    page: Page, live_server, project, support_bot
+):
+    """The similar facts of a card the reviewer already decided have nowhere to go: dropped quietly."""
+    make_user("riley", "reviewer", project)
+    first = propose(support_bot, "Prefers window seats on long flights")
+    second = propose(support_bot, "Said they switched to a standing desk", principal="bob")
+    FactFactory.create(
+        project=project, principal=first.principal, statement="Prefers aisle seats on long flights"
+    )
+    FactFactory.create(
+        project=project, principal=second.principal, statement="Said they use a standing desk at work"
+    )
+    errors: list[str] = []
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    held: list[Route] = []
+    page.route("**/reviews/similar?*", lambda route: held.append(route))
+
+    page.goto(f"{live_server.url}/login/?next=/reviews/")
+    page.fill("#id_username", "riley")
+    page.fill("#id_password", PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("heading", name="Review queue")).to_be_visible()
+    for _ in range(50):
+        if held:
+            break
+        page.wait_for_timeout(100)
+    assert len(held) == 1
+    # The server answers while both are pending; the answer reaches the page after a decision.
+    answer = held[0].fetch()
+
+    decided = page.locator(f"#write-{second.pk}")
+    decided.locator("textarea[name=reason]").fill("Not worth keeping")
+    decided.get_by_role("button", name="Reject", exact=True).click()
+    expect(decided).to_contain_text("rejected by riley")
+    expect(page.locator(f"#similar-{second.pk}")).to_have_count(0)
+    held[0].fulfill(response=answer)
+
+    # The card still open gets its similar facts; the decided one stays as it was.
+    expect(page.locator(f"#write-{first.pk} .similar")).to_contain_text("Prefers aisle seats on long flights")
+    expect(page.locator("[data-similar-pending]")).to_have_count(0)
+    expect(decided).not_to_contain_text("standing desk at work")
+    page.wait_for_timeout(300)
+    assert errors == []

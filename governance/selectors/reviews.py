@@ -348,6 +348,31 @@ def _similar_facts(writes: list[Write], *, exclude: dict[int, Fact | None]) -> d
     return result
 
 
+def _newest_active(column: str, condition: str = "") -> str:
+    """A LATERAL body: the newest active facts (id and ``column``) of ``people``'s person, at most
+    ``%s`` (a parameter, given twice), or the project's principal-less ones for a write about no one.
+
+    Read in order from fact_principal_verified_idx and stopped at the limit. The
+    second branch stands in for ``IS NOT DISTINCT FROM``, which no index answers.
+    """
+    table = Fact._meta.db_table
+    return f"""(
+            (SELECT f.id, {column}
+               FROM {table} f
+              WHERE f.project_id = people.project_id AND f.principal_id = people.principal_id
+                AND f.status = 'active' {condition}
+              ORDER BY f.last_verified_at DESC
+              LIMIT %s)
+            UNION ALL
+            (SELECT f.id, {column}
+               FROM {table} f
+              WHERE people.principal_id IS NULL AND f.project_id = people.project_id
+                AND f.principal_id IS NULL AND f.status = 'active' {condition}
+              ORDER BY f.last_verified_at DESC
+              LIMIT %s)
+        )"""
+
+
 def _similar_by_embedding(
     writes: list[Write], exclude: dict[int, Fact | None]
 ) -> dict[int, list[SimilarFact]]:
@@ -361,10 +386,10 @@ def _similar_by_embedding(
     # nearest: a page of 25 writes about one person reads 1,000 facts, not
     # 25,000. (Scanned again by every write, the pool outgrew work_mem at a few
     # large people: 25 reads of a 5 MB temporary file, 90 ms at 200 k facts.)
-    # The two branches stand in for ``IS NOT DISTINCT FROM``, which no index
-    # answers: with it, every write scanned its whole project (1.35 s for a page
-    # of one large principal's writes at 30 k facts, docs/performance.md); the
-    # join compares ids with 0 for "no principal" (ids start at 1) so it can hash.
+    # The pool's two branches stand in for ``IS NOT DISTINCT FROM``: with it,
+    # every write scanned its whole project (1.35 s for a page of one large
+    # principal's writes at 30 k facts, docs/performance.md); the join
+    # compares ids with 0 for "no principal" (ids start at 1) so it can hash.
     # Table names come from model metadata; every value is a query parameter.
     sql = f"""
         WITH page AS MATERIALIZED (
@@ -375,21 +400,7 @@ def _similar_by_embedding(
         ), pool AS MATERIALIZED (
             SELECT people.project_id, people.principal_id, near.id, near.embedding
               FROM (SELECT DISTINCT project_id, principal_id FROM page) people
-             CROSS JOIN LATERAL (
-                (SELECT f.id, f.embedding
-                   FROM {fact_table} f
-                  WHERE f.project_id = people.project_id AND f.principal_id = people.principal_id
-                    AND f.status = 'active'
-                  ORDER BY f.last_verified_at DESC
-                  LIMIT %s)
-                UNION ALL
-                (SELECT f.id, f.embedding
-                   FROM {fact_table} f
-                  WHERE people.principal_id IS NULL AND f.project_id = people.project_id
-                    AND f.principal_id IS NULL AND f.status = 'active'
-                  ORDER BY f.last_verified_at DESC
-                  LIMIT %s)
-             ) near
+             CROSS JOIN LATERAL {_newest_active("f.embedding")} near
              WHERE near.embedding IS NOT NULL
         )
         SELECT write_id, fact_id, distance
@@ -426,32 +437,14 @@ def _similar_by_embedding(
 
 
 def _similar_by_text(writes: list[Write], exclude: dict[int, Fact | None]) -> dict[int, list[SimilarFact]]:
-    fact_table = Fact._meta.db_table
     people = sorted({(w.project_id, w.principal_id) for w in writes}, key=lambda p: (p[0], p[1] or 0))
-    # Each person's newest TEXT_POOL_PER_PRINCIPAL active facts, read in order
-    # from fact_principal_verified_idx and stopped at the limit (a window over
+    # Each person's newest TEXT_POOL_PER_PRINCIPAL active facts (a window over
     # the whole of each person's facts read 14,000 rows to keep 1,000). Scored
     # on their statements alone; only the few facts shown are read whole.
-    # The second branch is the project's principal-less facts, for a write
-    # about no one (``IS NOT DISTINCT FROM`` would not use the index).
     sql = f"""
         SELECT people.project_id, people.principal_id, near.id, near.statement
           FROM unnest(%s::bigint[], %s::bigint[]) AS people(project_id, principal_id)
-         CROSS JOIN LATERAL (
-            (SELECT f.id, f.statement
-               FROM {fact_table} f
-              WHERE f.project_id = people.project_id AND f.principal_id = people.principal_id
-                AND f.status = 'active' AND f.statement <> ''
-              ORDER BY f.last_verified_at DESC
-              LIMIT %s)
-            UNION ALL
-            (SELECT f.id, f.statement
-               FROM {fact_table} f
-              WHERE people.principal_id IS NULL AND f.project_id = people.project_id
-                AND f.principal_id IS NULL AND f.status = 'active' AND f.statement <> ''
-              ORDER BY f.last_verified_at DESC
-              LIMIT %s)
-         ) near
+         CROSS JOIN LATERAL {_newest_active("f.statement", "AND f.statement <> ''")} near
     """
     with connection.cursor() as cursor:
         cursor.execute(

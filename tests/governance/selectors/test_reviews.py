@@ -89,3 +89,25 @@ def test_writes_of_two_people_on_one_page_each_get_their_own_persons_facts(
     assert [s.fact.statement for s in found[alice_write.pk]] == ["Drinks espresso"]
     assert [s.fact.statement for s in found[bob_write.pk]] == ["Brews sencha"]
     assert {s.method for similar in found.values() for s in similar} == {"embedding"}
+
+
+@pytest.mark.parametrize("by", ["embedding", "text"])
+def test_a_write_about_no_one_is_compared_with_the_projects_facts_about_no_one(
+    support_bot: AgentPersona, project, by: str
+) -> None:
+    write = propose(support_bot, "The office closes at six on Fridays", principal=None, kind="profile")
+    assert write.fact is not None
+    shared = FactFactory.create(
+        project=project, principal=None, statement="The office closes at five on Fridays"
+    )
+    personal = FactFactory.create(
+        project=project,
+        principal=Principal.objects.create(project=project, external_id="dana"),
+        statement="The office closes at six on Fridays for Dana",
+    )
+    if by == "embedding":
+        embed(write.fact, UNIT)
+        embed(shared, CLOSE)
+        embed(personal, UNIT)
+
+    assert similar_statements(write.pk) == ["The office closes at five on Fridays"]

@@ -101,6 +101,7 @@ class LocalSentenceTransformerProvider:
         device: str = "cpu",
         runtime: str = "onnx",
         cache_dir: str | Path | None = None,
+        parallel: int = 1,
     ) -> None:
         if runtime not in RUNTIMES:
             raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
@@ -114,6 +115,9 @@ class LocalSentenceTransformerProvider:
         # the runtime's own choice alone.
         self._num_threads = num_threads
         self._batch_size = batch_size
+        # Threads for the chunks of one large call (ONNX Runtime only; torch
+        # has its own pool and serialised calls).
+        self._parallel = parallel
         self._device = device
         self._runtime = runtime if device == "cpu" else "torch"
         self._cache_dir = Path(cache_dir) if cache_dir is not None else None
@@ -181,7 +185,9 @@ class LocalSentenceTransformerProvider:
         # its tokenizer once and ONNX Runtime runs sessions from many threads.)
         lock = threading.Lock()
 
-        def encode(texts: Sequence[str], *, batch_size: int) -> list[list[float]]:
+        def encode(texts: Sequence[str], *, batch_size: int, parallel: int = 1) -> list[list[float]]:
+            # ``parallel`` is ONNX Runtime's: torch's calls are serialised and
+            # its own thread pool (num_threads) is all it has.
             with lock:
                 vectors = model.encode(
                     list(texts),
@@ -203,7 +209,7 @@ class LocalSentenceTransformerProvider:
         texts = _checked_texts(texts)
         if not texts:
             return []
-        result = self._encoder().encode(texts, batch_size=self._batch_size)
+        result = self._encoder().encode(texts, batch_size=self._batch_size, parallel=self._parallel)
         _check_shape(result, len(texts), self.dimensions, self.name)
         return result
 
@@ -342,8 +348,9 @@ def get_provider() -> EmbeddingProvider:
     ``EMBEDDING_TIMEOUT`` (seconds, default 30) and
     ``EMBEDDING_SEND_DIMENSIONS`` (default False); for "local"
     ``EMBEDDING_NUM_THREADS`` (default 1), ``EMBEDDING_RUNTIME`` ("onnx" |
-    "torch", default "onnx") and ``EMBEDDING_CACHE_DIR`` (where the ONNX
-    graph is kept, default ``~/.cache/memoryadmin``).
+    "torch", default "onnx"), ``EMBEDDING_CACHE_DIR`` (where the ONNX
+    graph is kept, default ``~/.cache/memoryadmin``) and
+    ``EMBEDDING_BATCH_THREADS`` (threads for the chunks of one large call).
     """
     global _provider
     provider = _provider
@@ -407,7 +414,8 @@ def provider_from_settings(settings: object) -> EmbeddingProvider:
 
 
 def local_provider_from_settings(settings: object) -> LocalSentenceTransformerProvider:
-    """The local model as ``EMBEDDING_NUM_THREADS``, ``EMBEDDING_RUNTIME`` and ``EMBEDDING_CACHE_DIR`` ask."""
+    """The local model as ``EMBEDDING_NUM_THREADS``, ``EMBEDDING_RUNTIME``, ``EMBEDDING_CACHE_DIR``
+    and ``EMBEDDING_BATCH_THREADS`` ask."""
     from django.core.exceptions import ImproperlyConfigured
 
     threads = getattr(settings, "EMBEDDING_NUM_THREADS", 1)
@@ -418,7 +426,10 @@ def local_provider_from_settings(settings: object) -> LocalSentenceTransformerPr
         )
     cache_dir = getattr(settings, "EMBEDDING_CACHE_DIR", None) or None
     return LocalSentenceTransformerProvider(
-        num_threads=int(threads) if threads is not None else None, runtime=runtime, cache_dir=cache_dir
+        num_threads=int(threads) if threads is not None else None,
+        runtime=runtime,
+        cache_dir=cache_dir,
+        parallel=int(getattr(settings, "EMBEDDING_BATCH_THREADS", 1) or 1),
     )
 
 

@@ -27,6 +27,7 @@ import os
 import tempfile
 import warnings
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -91,15 +92,16 @@ class OnnxSentenceEncoder:
         tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
         self._tokenizer = tokenizer
 
-    def encode(self, texts: Sequence[str], *, batch_size: int) -> list[list[float]]:
+    def encode(self, texts: Sequence[str], *, batch_size: int, parallel: int = 1) -> list[list[float]]:
         import numpy as np
 
         # Similar lengths together, as sentence-transformers does, so a batch
         # pads little; answers go back in the order asked.
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         vectors: list[Any] = [None] * len(texts)
-        for start in range(0, len(order), batch_size):
-            chosen = order[start : start + batch_size]
+        chunks = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+
+        def run(chosen: list[int]) -> None:
             encodings = self._tokenizer.encode_batch([texts[i] for i in chosen])
             ids = np.array([e.ids for e in encodings], dtype=np.int64)
             mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
@@ -112,6 +114,19 @@ class OnnxSentenceEncoder:
             norms = np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
             for index, vector in zip(chosen, pooled / norms, strict=True):
                 vectors[index] = vector
+
+        if parallel > 1 and len(chunks) > 1:
+            # A batch of many sentences (an import, the worker's embedding
+            # task) runs its chunks on several threads of the one session:
+            # ONNX Runtime lets go of the interpreter while it runs, so two
+            # chunks take the time of about one on two idle cores. The chunks
+            # are those of the serial loop, so the vectors are the same.
+            # One sentence, the request's common case, stays on this thread.
+            with ThreadPoolExecutor(max_workers=min(parallel, len(chunks))) as pool:
+                list(pool.map(run, chunks))
+        else:
+            for chosen in chunks:
+                run(chosen)
         return np.asarray(vectors, dtype=np.float32).tolist() if vectors else []
 
 

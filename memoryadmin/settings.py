@@ -384,6 +384,10 @@ EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "text-embedding-3-small")
 # weights into EMBEDDING_CACHE_DIR (default ~/.cache/memoryadmin).
 EMBEDDING_RUNTIME = env_str("EMBEDDING_RUNTIME", "onnx")
 EMBEDDING_CACHE_DIR = env_str("EMBEDDING_CACHE_DIR")
+# Threads for one large call of the local model on ONNX Runtime (a batch of
+# writes, the worker's embedding task): its 32-sentence chunks run side by
+# side. A single sentence (a write, a query) always runs on its own thread.
+EMBEDDING_BATCH_THREADS = env_int("EMBEDDING_BATCH_THREADS", min(2, os.cpu_count() or 1))
 
 # Celery. With no broker configured, kombu's filesystem transport still runs a
 # real worker process without a broker server (STACK.md).

@@ -134,6 +134,39 @@ def test_the_local_model_runs_on_onnx_runtime_with_torchs_vectors(
 
 
 @pytest.mark.model
+def test_a_large_call_runs_its_chunks_side_by_side_with_the_same_vectors() -> None:
+    # An import embeds hundreds of statements in one call; its 32-sentence
+    # chunks go to two threads of the one ONNX session, and each sentence
+    # gets exactly the vector the serial loop gives it.
+    texts = [f"{n}: {AWKWARD[n % len(AWKWARD)][: 40 + n]}" for n in range(100)]
+    serial = LocalSentenceTransformerProvider(parallel=1)
+    side_by_side = LocalSentenceTransformerProvider(parallel=2)
+    expected = serial.embed(texts)
+    session = side_by_side._encoder().encode.__self__._session  # type: ignore[attr-defined]  # the ONNX encoder's bound method
+    run = session.run
+    threads: set[int] = set()
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        threads.add(threading.get_ident())
+        return run(*args, **kwargs)
+
+    session.run = recording
+    try:
+        got = side_by_side.embed(texts)
+        pool = set(threads)
+        threads.clear()
+        one = side_by_side.embed(texts[:1])
+    finally:
+        session.run = run
+
+    assert got == expected
+    assert len(pool) == 2
+    # One sentence (a write's guard check, a query) stays on the caller's thread.
+    assert one == expected[:1]
+    assert threads == {threading.get_ident()}
+
+
+@pytest.mark.model
 def test_an_unwritable_cache_folder_falls_back_to_torch(
     tmp_path: Any, caplog: pytest.LogCaptureFixture, local: LocalSentenceTransformerProvider
 ) -> None:

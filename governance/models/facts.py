@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
@@ -14,6 +18,36 @@ from governance.models.history import append_only, tracked
 from governance.models.projects import Agent, Principal, Project
 from governance.models.search import full_text_index, substring_index
 from governance.models.sessions import Session
+
+
+def vector_text(values: Sequence[float]) -> str:
+    """pgvector's text form of a vector, each value as the float4 the column keeps.
+
+    Nine significant digits name any float4 exactly, and formatting them takes
+    a third of the time of Python's shortest form of the same value as a
+    double (pgvector's own ``str(float(v))``, ~0.35 ms for 384 values, paid by
+    every write that stores its guard vector and every retrieval's query).
+    Rounding to float4 here, once, is what the column does on the way in.
+    """
+    floats = np.asarray(values, dtype=np.float32).tolist()
+    # %-formatting: a third faster here than the f-string form ruff prefers.
+    return "[" + ",".join(["%.9g" % v for v in floats]) + "]"  # noqa: UP031
+
+
+class EmbeddingField(VectorField):
+    """pgvector's field, sending a vector given as numbers through ``vector_text``.
+
+    Migrations see pgvector's VectorField: the column and its values are the same.
+    """
+
+    def get_prep_value(self, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            return vector_text(value)
+        return super().get_prep_value(value)
+
+    def deconstruct(self) -> Any:
+        name, _, args, kwargs = super().deconstruct()
+        return name, "pgvector.django.vector.VectorField", args, kwargs
 
 
 class FactKind(models.TextChoices):
@@ -94,7 +128,7 @@ class Fact(models.Model):
     status = models.CharField(max_length=32, choices=FactStatus.choices)
     status_reason = models.TextField(blank=True)
     status_changed_at = models.DateTimeField(default=timezone.now)
-    embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
+    embedding = EmbeddingField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
     embedded_at = models.DateTimeField(null=True, blank=True)
     token_count = models.PositiveIntegerField(default=0)
     # Keyed digest of the statement as written (services.facts.statement_digest):

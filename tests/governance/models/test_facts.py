@@ -28,3 +28,27 @@ def test_a_vector_round_trips_through_the_orm(project):
     stored = Fact.objects.get(pk=fact.pk).embedding
     assert stored is not None and len(stored) == 384
     assert stored[0] == pytest.approx(0.25) and stored[383] == pytest.approx(-1.5)
+
+
+@pytest.mark.django_db
+def test_a_vector_is_stored_as_the_float4_values_it_was_given() -> None:
+    import numpy as np
+
+    from governance.models.facts import vector_text
+
+    rng = np.random.default_rng(7)
+    # Doubles with more digits than a float4 holds, awkward magnitudes, and the
+    # float4 neighbours of a value, which nine digits must tell apart.
+    values = [float(v) for v in rng.normal(0, 0.2, 380)]
+    tiny = float(np.float32(1e-38))
+    close = float(np.nextafter(np.float32(0.1), np.float32(1)))
+    values += [tiny, -3.4e38, close, 0.1]
+    expected = np.asarray(values, dtype=np.float32)
+
+    assert np.array_equal(np.array(vector_text(values)[1:-1].split(","), dtype=np.float32), expected)
+    fact = FactFactory.create(embedding=values)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT embedding::text FROM governance_fact WHERE id = %s", [fact.pk])
+        stored = cursor.fetchone()[0]
+    assert np.array_equal(np.array(stored[1:-1].split(","), dtype=np.float32), expected)
+    assert Fact.objects.get(pk=fact.pk).embedding is not None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, TypeVar
 
@@ -69,6 +70,44 @@ class GovernanceAPIView(APIView):
     def check(self, request: Request, project: Project | int, roles: Iterable[str] | None = None) -> str:
         needed = roles if roles is not None else self.needed_roles(request)
         return access.require_role(request.user, project, needed, action=f"{request.method} {request.path}")
+
+
+# --- response bodies -------------------------------------------------------------
+
+
+@functools.cache
+def _representer(serializer_class: type[serializers.Serializer]) -> serializers.Serializer:
+    serializer = serializer_class()
+    _build_fields(serializer)
+    return serializer
+
+
+def _build_fields(field: serializers.Field) -> None:
+    """Bind every nested serializer's fields now, once, rather than on a request's thread."""
+    # A method field calls into the serializer, which may read its per-request context.
+    assert not isinstance(field, serializers.SerializerMethodField), "not for method fields"
+    if isinstance(field, serializers.ListSerializer):
+        if field.child is not None:
+            _build_fields(field.child)
+    elif isinstance(field, serializers.Serializer):
+        for child in field.fields.values():
+            _build_fields(child)
+    elif isinstance(field, serializers.ListField | serializers.DictField):
+        _build_fields(field.child)
+
+
+def represent(serializer_class: type[serializers.Serializer], instance: Any) -> dict[str, Any]:
+    """What ``serializer_class(instance).data`` answers, from one serializer made per class.
+
+    A serializer copies its declared fields, and every nested serializer's,
+    each time one is made: for a retrieval's items that was most of the time
+    spent shaping the response. Turning a value into its representation with
+    plain fields (no method fields, nothing read from the serializer's context)
+    keeps no state on the serializer or its fields, so one made once serves
+    every request and thread. The class stays the schema's source (drf-spectacular).
+    """
+    representation: dict[str, Any] = _representer(serializer_class).to_representation(instance)
+    return representation
 
 
 def check_period(attrs: dict[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from governance.api.base import AgentAPIView
+from governance.api.base import AgentAPIView, represent
 from governance.api.errors import Conflict
 from governance.api.limits import MAX_ROUND, db_id
 from governance.api.schema import Number, Timestamp, error_response
@@ -164,7 +164,7 @@ class Retrieve(AgentAPIView):
             event, result = retrieval_service.retrieve(self.agent(request), serializer.to_request())
         except SessionError as exc:
             raise serializers.ValidationError({exc.field: [str(exc)]}) from exc
-        return Response(RetrieveResponseSerializer(retrieval_service.response_body(event, result)).data)
+        return Response(represent(RetrieveResponseSerializer, retrieval_service.response_body(event, result)))
 
 
 class RetrievalDetail(AgentAPIView):
@@ -180,7 +180,7 @@ class RetrievalDetail(AgentAPIView):
             pk=retrieval_id,
             project=self.project(request),
         )
-        return Response(RetrievalDetailSerializer(event_detail(event)).data)
+        return Response(represent(RetrievalDetailSerializer, event_detail(event)))
 
 
 # Feedback names items the retrieval gave, so it is never longer than max_items allows.

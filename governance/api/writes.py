@@ -13,7 +13,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from governance.api.base import AgentAPIView
+from governance.api.base import AgentAPIView, represent
 from governance.api.errors import Conflict, SourceForbidden, TooManyPending, _flatten
 from governance.api.limits import db_id
 from governance.api.schema import Number, Timestamp, error_response
@@ -263,7 +263,7 @@ class WriteListCreate(AgentAPIView):
             raise serializers.ValidationError({exc.field: [str(exc)]}) from exc
         except write_service.ReviewQueueFull as exc:
             raise TooManyPending(str(exc)) from exc
-        return Response(WriteCreatedSerializer(write.response).data, status=status.HTTP_201_CREATED)
+        return Response(represent(WriteCreatedSerializer, write.response), status=status.HTTP_201_CREATED)
 
 
 class WriteBatchRequestSerializer(serializers.Serializer):
@@ -386,4 +386,4 @@ class WriteDetail(AgentAPIView):
             pk=write_id,
             project=self.project(request),
         )
-        return Response(WriteDetailSerializer(write_detail(write)).data)
+        return Response(represent(WriteDetailSerializer, write_detail(write)))

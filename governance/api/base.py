@@ -7,8 +7,10 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, TypeVar
 
 from rest_framework import permissions, serializers
+from rest_framework.exceptions import ErrorDetail
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from governance import access
@@ -76,7 +78,7 @@ class GovernanceAPIView(APIView):
 
 
 @functools.cache
-def _representer(serializer_class: type[serializers.Serializer]) -> serializers.Serializer:
+def _shared(serializer_class: type[serializers.Serializer]) -> serializers.Serializer:
     serializer = serializer_class()
     _build_fields(serializer)
     return serializer
@@ -106,8 +108,27 @@ def represent(serializer_class: type[serializers.Serializer], instance: Any) -> 
     keeps no state on the serializer or its fields, so one made once serves
     every request and thread. The class stays the schema's source (drf-spectacular).
     """
-    representation: dict[str, Any] = _representer(serializer_class).to_representation(instance)
+    representation: dict[str, Any] = _shared(serializer_class).to_representation(instance)
     return representation
+
+
+def validated(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
+    """What ``serializer_class(data=data)`` validates ``data`` to, from one serializer made per class.
+
+    Data it refuses raises the ValidationError ``is_valid(raise_exception=True)``
+    raises, with the same details. Validation keeps no state on the serializer
+    or its fields either (the ``validate_*`` methods and ``validate`` only read
+    their arguments), so the shared one serves every thread, as in ``represent``.
+    """
+    try:
+        value: dict[str, Any] = _shared(serializer_class).run_validation(data)
+        return value
+    except serializers.ValidationError as exc:
+        errors = exc.detail
+    # As Serializer.errors words it: a body that is null "may not be null" as a whole.
+    if isinstance(errors, list) and len(errors) == 1 and getattr(errors[0], "code", None) == "null":
+        errors = {api_settings.NON_FIELD_ERRORS_KEY: [ErrorDetail("No data provided", code="null")]}
+    raise serializers.ValidationError(errors)
 
 
 def check_period(attrs: dict[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from rest_framework.exceptions import ValidationError
 
 from governance.api import base, retrievals, writes
 from tests.personas import make_agent, write_body
@@ -120,3 +121,99 @@ def test_threads_shaping_different_bodies_at_once_each_get_their_own():
     for thread in threads:
         thread.join()
     assert wrong == []
+
+
+def _fresh(serializer_class: type, data: Any) -> tuple[dict[str, Any] | None, Any]:
+    serializer = serializer_class(data=data)
+    try:
+        serializer.is_valid(raise_exception=True)
+    except ValidationError as exc:
+        return None, (exc.detail, exc.get_codes())
+    return dict(serializer.validated_data), None
+
+
+def _shared(serializer_class: type, data: Any) -> tuple[dict[str, Any] | None, Any]:
+    try:
+        return base.validated(serializer_class, data), None
+    except ValidationError as exc:
+        return None, (exc.detail, exc.get_codes())
+
+
+NOW = "2026-01-02T03:04:05+00:00"
+SOURCE = {"type": "user_statement", "ref": " chat:1 ", "observed_at": NOW}
+REQUESTS: list[tuple[type, Any]] = [
+    (retrievals.RetrieveRequestSerializer, {"principal": "alice"}),
+    (
+        retrievals.RetrieveRequestSerializer,
+        {"principal": None, "session": "s", "query": "  q  ", "round": "3"},
+    ),
+    (retrievals.RetrieveRequestSerializer, {"principal": "a", "identity_verified": "true", "extra": 1}),
+    (retrievals.RetrieveRequestSerializer, {}),
+    (retrievals.RetrieveRequestSerializer, None),
+    (retrievals.RetrieveRequestSerializer, ["principal"]),
+    (retrievals.RetrieveRequestSerializer, "alice"),
+    (
+        retrievals.RetrieveRequestSerializer,
+        {"principal": "a" * 201, "round": 0, "identity_verified": "maybe"},
+    ),
+    (retrievals.RetrieveRequestSerializer, {"principal": ["a"], "round": 10**9, "query": 5}),
+    (
+        writes.WriteRequestSerializer,
+        {"principal": "alice", "kind": "profile", "statement": " x ", "source": SOURCE},
+    ),
+    (
+        writes.WriteRequestSerializer,
+        {
+            "principal": "alice",
+            "kind": "slot",
+            "key": "deployment_region",
+            "statement": "eu",
+            "source": SOURCE,
+            "authority": 3,
+            "valid_from": NOW,
+            "valid_to": "2027-01-01T00:00:00Z",
+            "session": "s-1",
+            "derived_from_retrieval": 7,
+        },
+    ),
+    (writes.WriteRequestSerializer, {"principal": None, "kind": "slot", "statement": "x", "source": SOURCE}),
+    (
+        writes.WriteRequestSerializer,
+        {
+            "principal": "a",
+            "kind": "profile",
+            "statement": "x",
+            "source": SOURCE,
+            "valid_from": NOW,
+            "valid_to": NOW,
+        },
+    ),
+    (writes.WriteRequestSerializer, {"principal": "a", "kind": "nope", "key": "bad key!", "statement": ""}),
+    (
+        writes.WriteRequestSerializer,
+        {
+            "principal": "a",
+            "kind": "profile",
+            "statement": "x",
+            "source": {"type": "x", "observed_at": "3000-01-01"},
+        },
+    ),
+    (
+        writes.WriteRequestSerializer,
+        {"principal": "a", "kind": "profile", "statement": "x", "source": "chat"},
+    ),
+    (writes.WriteRequestSerializer, {"source": None, "authority": 9, "derived_from_retrieval": -1}),
+    (writes.WriteRequestSerializer, None),
+    (writes.WriteRequestSerializer, []),
+]
+
+
+@pytest.mark.parametrize(("serializer_class", "data"), REQUESTS)
+def test_validation_by_the_shared_serializer_is_a_fresh_ones(serializer_class, data):
+    shared = _shared(serializer_class, data)
+    assert shared == _fresh(serializer_class, data)
+    if shared[1] is not None:
+        # The same errors with their codes, as the API's error body will name them.
+        assert json.dumps(shared[1], default=str) == json.dumps(
+            _fresh(serializer_class, data)[1], default=str
+        )

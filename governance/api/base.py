@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, TypeVar
 
 from rest_framework import permissions, serializers
+from rest_framework.exceptions import ErrorDetail
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from governance import access
@@ -69,6 +72,63 @@ class GovernanceAPIView(APIView):
     def check(self, request: Request, project: Project | int, roles: Iterable[str] | None = None) -> str:
         needed = roles if roles is not None else self.needed_roles(request)
         return access.require_role(request.user, project, needed, action=f"{request.method} {request.path}")
+
+
+# --- response bodies -------------------------------------------------------------
+
+
+@functools.cache
+def _shared(serializer_class: type[serializers.Serializer]) -> serializers.Serializer:
+    serializer = serializer_class()
+    _build_fields(serializer)
+    return serializer
+
+
+def _build_fields(field: serializers.Field) -> None:
+    """Bind every nested serializer's fields now, once, rather than on a request's thread."""
+    # A method field calls into the serializer, which may read its per-request context.
+    assert not isinstance(field, serializers.SerializerMethodField), "not for method fields"
+    if isinstance(field, serializers.ListSerializer):
+        if field.child is not None:
+            _build_fields(field.child)
+    elif isinstance(field, serializers.Serializer):
+        for child in field.fields.values():
+            _build_fields(child)
+    elif isinstance(field, serializers.ListField | serializers.DictField):
+        _build_fields(field.child)
+
+
+def represent(serializer_class: type[serializers.Serializer], instance: Any) -> dict[str, Any]:
+    """What ``serializer_class(instance).data`` answers, from one serializer made per class.
+
+    A serializer copies its declared fields, and every nested serializer's,
+    each time one is made: for a retrieval's items that was most of the time
+    spent shaping the response. Turning a value into its representation with
+    plain fields (no method fields, nothing read from the serializer's context)
+    keeps no state on the serializer or its fields, so one made once serves
+    every request and thread. The class stays the schema's source (drf-spectacular).
+    """
+    representation: dict[str, Any] = _shared(serializer_class).to_representation(instance)
+    return representation
+
+
+def validated(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
+    """What ``serializer_class(data=data)`` validates ``data`` to, from one serializer made per class.
+
+    Data it refuses raises the ValidationError ``is_valid(raise_exception=True)``
+    raises, with the same details. Validation keeps no state on the serializer
+    or its fields either (the ``validate_*`` methods and ``validate`` only read
+    their arguments), so the shared one serves every thread, as in ``represent``.
+    """
+    try:
+        value: dict[str, Any] = _shared(serializer_class).run_validation(data)
+        return value
+    except serializers.ValidationError as exc:
+        errors = exc.detail
+    # As Serializer.errors words it: a body that is null "may not be null" as a whole.
+    if isinstance(errors, list) and len(errors) == 1 and getattr(errors[0], "code", None) == "null":
+        errors = {api_settings.NON_FIELD_ERRORS_KEY: [ErrorDetail("No data provided", code="null")]}
+    raise serializers.ValidationError(errors)
 
 
 def check_period(attrs: dict[str, Any]) -> dict[str, Any]:

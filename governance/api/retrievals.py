@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from governance.api.base import AgentAPIView
+from governance.api.base import AgentAPIView, represent, validated
 from governance.api.errors import Conflict
 from governance.api.limits import MAX_ROUND, db_id
 from governance.api.schema import Number, Timestamp, error_response
@@ -28,8 +30,9 @@ class RetrieveRequestSerializer(serializers.Serializer):
     round = serializers.IntegerField(min_value=1, max_value=MAX_ROUND, required=False, default=1)
     identity_verified = serializers.BooleanField(required=False, default=False)
 
-    def to_request(self) -> retrieval_service.RetrieveRequest:
-        data = self.validated_data
+    @staticmethod
+    def to_request(data: dict[str, Any]) -> retrieval_service.RetrieveRequest:
+        """The service's request for this serializer's validated data."""
         return retrieval_service.RetrieveRequest(
             principal=data["principal"],
             session=data.get("session"),
@@ -158,13 +161,14 @@ class Retrieve(AgentAPIView):
         summary="Retrieve the context block for a principal",
     )
     def post(self, request: Request) -> Response:
-        serializer = RetrieveRequestSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
+        data = validated(RetrieveRequestSerializer, request.data)
         try:
-            event, result = retrieval_service.retrieve(self.agent(request), serializer.to_request())
+            event, result = retrieval_service.retrieve(
+                self.agent(request), RetrieveRequestSerializer.to_request(data)
+            )
         except SessionError as exc:
             raise serializers.ValidationError({exc.field: [str(exc)]}) from exc
-        return Response(RetrieveResponseSerializer(retrieval_service.response_body(event, result)).data)
+        return Response(represent(RetrieveResponseSerializer, retrieval_service.response_body(event, result)))
 
 
 class RetrievalDetail(AgentAPIView):
@@ -180,7 +184,7 @@ class RetrievalDetail(AgentAPIView):
             pk=retrieval_id,
             project=self.project(request),
         )
-        return Response(RetrievalDetailSerializer(event_detail(event)).data)
+        return Response(represent(RetrievalDetailSerializer, event_detail(event)))
 
 
 # Feedback names items the retrieval gave, so it is never longer than max_items allows.

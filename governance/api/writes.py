@@ -13,7 +13,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from governance.api.base import AgentAPIView
+from governance.api.base import AgentAPIView, represent, validated
 from governance.api.errors import Conflict, SourceForbidden, TooManyPending, _flatten
 from governance.api.limits import db_id
 from governance.api.schema import Number, Timestamp, error_response
@@ -72,8 +72,9 @@ class WriteRequestSerializer(serializers.Serializer):
             raise serializers.ValidationError(errors)
         return attrs
 
-    def to_request(self) -> write_service.WriteRequest:
-        data = self.validated_data
+    @staticmethod
+    def to_request(data: dict[str, Any]) -> write_service.WriteRequest:
+        """The service's request for this serializer's validated data."""
         return write_service.WriteRequest(
             principal=data["principal"],
             kind=data["kind"],
@@ -246,14 +247,13 @@ class WriteListCreate(AgentAPIView):
         summary="Propose a memory write",
     )
     def post(self, request: Request) -> Response:
-        serializer = WriteRequestSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
+        data = validated(WriteRequestSerializer, request.data)
         key = request.headers.get("Idempotency-Key") or None
         if key is not None and len(key) > 200:
             raise serializers.ValidationError({"Idempotency-Key": ["At most 200 characters."]})
         try:
             write = write_service.submit_write(
-                self.agent(request), serializer.to_request(), idempotency_key=key
+                self.agent(request), WriteRequestSerializer.to_request(data), idempotency_key=key
             )
         except write_service.SourceNotAllowed as exc:
             raise SourceForbidden(str(exc), {"source.type": list(exc.allowed)}) from exc
@@ -263,7 +263,7 @@ class WriteListCreate(AgentAPIView):
             raise serializers.ValidationError({exc.field: [str(exc)]}) from exc
         except write_service.ReviewQueueFull as exc:
             raise TooManyPending(str(exc)) from exc
-        return Response(WriteCreatedSerializer(write.response).data, status=status.HTTP_201_CREATED)
+        return Response(represent(WriteCreatedSerializer, write.response), status=status.HTTP_201_CREATED)
 
 
 class WriteBatchRequestSerializer(serializers.Serializer):
@@ -345,12 +345,13 @@ class WriteBatch(AgentAPIView):
             if not isinstance(item, dict):
                 errors[f"writes.{index}"] = ["Each write must be a JSON object."]
                 continue
-            serializer = WriteRequestSerializer(data=item)
-            if not serializer.is_valid():
-                for field, messages in _flatten(serializer.errors).items():
+            try:
+                data = validated(WriteRequestSerializer, item)
+            except serializers.ValidationError as exc:
+                for field, messages in _flatten(exc.detail).items():
                     errors[f"writes.{index}.{field}"] = messages
                 continue
-            requests.append(serializer.to_request())
+            requests.append(WriteRequestSerializer.to_request(data))
         if errors:
             raise serializers.ValidationError(errors)
         results: list[dict[str, object] | None] = [None] * len(requests)
@@ -386,4 +387,4 @@ class WriteDetail(AgentAPIView):
             pk=write_id,
             project=self.project(request),
         )
-        return Response(WriteDetailSerializer(write_detail(write)).data)
+        return Response(represent(WriteDetailSerializer, write_detail(write)))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from governance.models import Agent, AgentKey, PersonalAccessToken
 from governance.models.credentials import Credential, KeyScope
+from governance.selectors import credentials as credential_reads
 from governance.services import audit
 
 AGENT_KEY_PREFIX = "mak"
@@ -58,20 +59,19 @@ def _parse(secret: str, kind: str) -> str | None:
     return parts[1]
 
 
-def _authenticate(model: type[C], kind: str, secret: str, related: tuple[str, ...]) -> C | None:
+def _authenticate(model: type[C], kind: str, secret: str, find: Callable[[str], C | None]) -> C | None:
     prefix = _parse(secret, kind)
     if prefix is None:
         return None
-    # Generic over the two concrete credential models; the abstract base has no manager.
-    manager = model._default_manager
-    credential = manager.select_related(*related).filter(prefix=prefix).first()
+    credential = find(prefix)
     if credential is None or not credential.is_active:
         return None
     if not hmac.compare_digest(credential.digest, _digest(secret)):
         return None
     now = timezone.now()
     if credential.last_used_at is None or now - credential.last_used_at > LAST_USED_RESOLUTION:
-        manager.filter(pk=credential.pk).update(last_used_at=now)
+        # Generic over the two concrete credential models; the abstract base has no manager.
+        model._default_manager.filter(pk=credential.pk).update(last_used_at=now)
         credential.last_used_at = now
     return credential
 
@@ -112,7 +112,9 @@ def create_agent_key(
 
 
 def authenticate_agent_key(secret: str) -> AgentKey | None:
-    return _authenticate(AgentKey, AGENT_KEY_PREFIX, secret, ("agent__project", "agent__active_policy"))
+    # Every agent API request comes through here: the key, its agent, project and
+    # active policy version in one statement built once (selectors.credentials).
+    return _authenticate(AgentKey, AGENT_KEY_PREFIX, secret, credential_reads.agent_key)
 
 
 @transaction.atomic
@@ -150,8 +152,12 @@ def create_access_token(
     return token, secret
 
 
+def _access_token(prefix: str) -> PersonalAccessToken | None:
+    return PersonalAccessToken.objects.select_related("user").filter(prefix=prefix).first()
+
+
 def authenticate_access_token(secret: str) -> PersonalAccessToken | None:
-    return _authenticate(PersonalAccessToken, TOKEN_PREFIX, secret, ("user",))
+    return _authenticate(PersonalAccessToken, TOKEN_PREFIX, secret, _access_token)
 
 
 @transaction.atomic

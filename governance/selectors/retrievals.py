@@ -555,13 +555,18 @@ def ended_sessions(principal: Principal) -> tuple[EndedSession, ...]:
 
 # The session's cached start block under its key (R12) and its facts by
 # primary key, within the retrieval's scope (R1): a fact that left it is not found.
+# One row: the facts come as one JSON array of candidate rows (ROW_FIELDS, their
+# times as microseconds, as the candidate read sends them), so the block's
+# columns (and, in the header, the principal's and the session's) are not sent
+# and parsed again for each fact.
 _BLOCK_FIELDS = ("id", "mode", "text", "tokens", "fact_ids", "items", "hint_session_id", "created_at")
+_BLOCK_FACT = ", ".join([*_CANDIDATE_SQL, "NULL", "NULL", "'block'"])
 _BLOCK_SELECT = f"""
 SELECT {", ".join(f"b.{name}" for name in _BLOCK_FIELDS)},
-       {", ".join(f"f.{name}" for name in CANDIDATE_FIELDS)}, NULL::timestamptz, NULL::float8, 'block'
+       (SELECT json_agg(json_build_array({_BLOCK_FACT})) FROM governance_fact f
+         WHERE f.id = ANY(b.fact_ids) AND f.project_id = {{project}}
+           AND f.session_id IS NULL AND (f.principal_id IS NULL OR f.principal_id = {{principal}}))
   FROM governance_sessionblock b
-  LEFT JOIN governance_fact f ON f.id = ANY(b.fact_ids) AND f.project_id = {{project}}
-       AND f.session_id IS NULL AND (f.principal_id IS NULL OR f.principal_id = {{principal}})
  WHERE b.session_id = {{session}} AND b.principal_id IS NOT DISTINCT FROM {{principal}}
    AND b.identity_verified = {{verified}} AND b.policy_version_id = {{version}}
 """
@@ -663,7 +668,7 @@ def retrieval_header(
     if with_block:
         assert block_key is not None
         block = (
-            _block_from_rows(found, principal, block_key[0], block_key[1], [row[at:] for row in rows])
+            _block_from_row(found, principal, block_key[0], block_key[1], rows[0][at:])
             if found is not None and rows[0][at] is not None
             else (None, [])
         )
@@ -694,22 +699,21 @@ def cached_block(
             _BLOCK,
             [session.project_id, principal_id, session.pk, principal_id, identity_verified, version.pk],
         )
-        rows = cursor.fetchall()
-    if not rows:
+        row = cursor.fetchone()
+    if row is None:
         return None, []
-    return _block_from_rows(session, principal, identity_verified, version, rows)
+    return _block_from_row(session, principal, identity_verified, version, row)
 
 
-def _block_from_rows(
+def _block_from_row(
     session: Session,
     principal: Principal | None,
     identity_verified: bool,
     version: PolicyVersion,
-    rows: Sequence[Row],
+    row: Row,
 ) -> tuple[SessionBlock, list[Candidate]]:
-    """The block and its facts from ``_BLOCK_SELECT``'s rows (one per fact found)."""
-    width = len(_BLOCK_FIELDS)
-    block_id, mode, text, tokens, fact_ids, items, hint_session_id, created_at = rows[0][:width]
+    """The block and its facts from ``_BLOCK_SELECT``'s row."""
+    block_id, mode, text, tokens, fact_ids, items, hint_session_id, created_at, facts = row
     block = SessionBlock(
         id=block_id,
         session=session,
@@ -726,8 +730,10 @@ def _block_from_rows(
     )
     block._state.adding = False
     block._state.db = connection.alias
-    facts = _to_candidates(row[width:] for row in rows if row[width] is not None)
-    return block, sorted(facts, key=lambda c: c.fact_id)
+    if isinstance(facts, str):
+        facts = json.loads(facts)
+    candidates = _to_candidates(facts or ())
+    return block, sorted(candidates, key=lambda c: c.fact_id)
 
 
 # --- The retrieval log for people (console and governance API) -------------

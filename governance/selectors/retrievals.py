@@ -243,8 +243,24 @@ def candidate_statement(parts: tuple[str, ...], scope: str, with_query: bool) ->
 
 
 def _vector_text(vector: Sequence[float]) -> str:
-    """pgvector's text form of a vector, as its Django field would send it."""
-    return "[" + ",".join(map(str, map(float, vector))) + "]"
+    """pgvector's text form of a vector: the same single-precision values its Django field would send.
+
+    pgvector keeps single-precision floats. A query embedding usually holds
+    nothing else (the model computes in single precision), and then nine
+    significant digits give back each value exactly (FLT_DECIMAL_DIG), at a
+    quarter of the cost of the shortest double-precision form; any other
+    value is sent in that form, as before.
+    """
+    values = tuple(map(float, vector))
+    array = numpy.array(values, dtype=numpy.float64)
+    if numpy.array_equal(array.astype(numpy.float32), array):
+        return _single_precision_format(len(values)) % values
+    return "[" + ",".join(map(str, values)) + "]"
+
+
+@functools.lru_cache(maxsize=8)
+def _single_precision_format(dimensions: int) -> str:
+    return "[" + ",".join(["%.9g"] * dimensions) + "]"
 
 
 def candidates(

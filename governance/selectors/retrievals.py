@@ -439,8 +439,11 @@ def _merge(
     per_round = set(policy.per_round_kinds)
     bounds = standing_bounds(policy, now)
     for row, distance in zip(facts.rows, distances, strict=True):
+        nearest = row[_KIND] in nearest_kinds and distance is not None and query_vector is not None
+        if not session_start and not nearest:
+            continue  # a later round takes only the nearest part: no need to test the rest
         eligible = stands(row, POSITIONS, bounds)
-        if eligible and row[_KIND] in nearest_kinds and distance is not None and query_vector is not None:
+        if eligible and nearest:
             parts["nearest"].append((*row, distance, "nearest"))
         if not session_start:
             continue
@@ -475,7 +478,9 @@ class RetrievalHeader:
     """What a retrieval reads first, in one statement (``retrieval_header``)."""
 
     principal: Principal | None  # None: not named, or not seen before
-    newest_verified: datetime | None  # the principal's newest active fact's verification (R9)
+    # The principal's newest active fact's verification (R9), unless not read
+    # (``newest_read``: a header that reads the cached block leaves it out).
+    newest_verified: datetime | None
     facts_generation: int  # the project's facts generation (the project-fact cache's key)
     # Reviewers' rulings on pairs of this principal's and the project's facts (``conflict_rulings``).
     rulings: PairRulings = NO_RULINGS
@@ -489,10 +494,12 @@ class RetrievalHeader:
     # Read only when asked for (``block``): the session's cached start block
     # under this key and its facts in scope, as ``cached_block`` reads them.
     block: tuple[SessionBlock | None, list[Candidate]] | None = None
+    newest_read: bool = True
 
     @property
     def last_interaction(self) -> datetime | None:
         """R9: the later of their last session and their newest fact's verification."""
+        assert self.newest_read or self.principal is None, "read with newest_verification first"
         last_seen = self.principal.last_seen_at if self.principal is not None else None
         seen = [t for t in (last_seen, self.newest_verified) if t is not None]
         return max(seen) if seen else None
@@ -528,10 +535,14 @@ def conflict_rulings(project_id: int, principal_id: int | None) -> PairRulings:
         return rulings_from(cursor.fetchall())
 
 
+# R9's other input: the principal's newest active fact's verification.
+_NEWEST_FROM = (
+    "FROM governance_fact f WHERE f.project_id = {project} AND f.principal_id = {principal}"
+    " AND f.status = 'active'"
+)
+_NEWEST = "SELECT MAX(f.last_verified_at) " + _NEWEST_FROM.format(project="%s", principal="%s")
 _HEADER = f"""
-SELECT COALESCE(g.generation, 0), p.id, p.created_at, p.last_seen_at,
-       (SELECT MAX(f.last_verified_at) FROM governance_fact f
-         WHERE f.project_id = x.project_id AND f.principal_id = p.id AND f.status = 'active'),
+SELECT COALESCE(g.generation, 0), p.id, p.created_at, p.last_seen_at, {{newest}},
        (SELECT array_agg(ARRAY[w.fact_id, w.conflicts_with_id, (w.status = 'pending_review')::int])
          {_RULINGS_FROM.format(project="x.project_id", principal="p.id")}){{columns}}
   FROM (SELECT %(project)s::bigint AS project_id) x
@@ -616,7 +627,24 @@ def header_statement(session: bool, ended_sessions: bool, block: bool) -> str:
         assert session, "a block is looked up by its session"
         columns.append("b.*")
         joins.append(_BLOCK_JOIN)
-    return _HEADER.format(columns="".join(f", {c}" for c in columns), joins="".join(joins))
+    # A later round that finds its block reusable, as most do, works out no
+    # session mode: the session has its own, and without the aggregate the
+    # statement is planned in less time (``newest_verification`` reads it when needed).
+    newest = (
+        "NULL::timestamptz"
+        if block
+        else "(SELECT MAX(f.last_verified_at) "
+        + _NEWEST_FROM.format(project="x.project_id", principal="p.id")
+        + ")"
+    )
+    return _HEADER.format(newest=newest, columns="".join(f", {c}" for c in columns), joins="".join(joins))
+
+
+def newest_verification(project_id: int, principal_id: int) -> datetime | None:
+    """The principal's newest active fact's verification (R9), as the header reads it."""
+    with connection.cursor() as cursor:
+        cursor.execute(_NEWEST, [project_id, principal_id])
+        return cast(datetime | None, cursor.fetchone()[0])
 
 
 def retrieval_header(
@@ -697,6 +725,7 @@ def retrieval_header(
         session=found,
         ended_sessions=ended,
         block=block,
+        newest_read=not with_block,
     )
 
 

@@ -544,12 +544,12 @@ def _pack(
 
     The full context is re-rendered and re-counted for every item: token
     counts are not additive across line joins, and a sum of per-line counts
-    could let the block overshoot. (``count_context_tokens`` gives the whole
-    text's exact count, from its lines' counts cut where tiktoken's pieces
-    end; it only saves encoding the same lines again.) Marks ``over_budget`` in ``reasons`` and
-    fills ``line_tokens`` for every item it rendered. Returns the accepted
-    indices, the static block, round block and context, the context's tokens
-    and the static block's.
+    could let the block overshoot. (``count_context_tokens`` is the whole
+    text's exact count, made of its lines' counts cut where tiktoken's
+    pieces end: it only spares encoding the same lines again.) Marks
+    ``over_budget`` in ``reasons`` and fills ``line_tokens`` for every item
+    it rendered. Returns the accepted indices, the static block, round block
+    and context, the context's tokens and the static block's.
     """
     budget = policy.token_budget
     accepted: list[int] = []

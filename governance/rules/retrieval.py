@@ -30,7 +30,7 @@ from typing import Any
 
 from governance.rules import contradictions, rendering
 from governance.rules.policy import PolicySettings
-from governance.rules.tokens import count_tokens
+from governance.rules.tokens import count_context_tokens, count_tokens
 
 REASONS: tuple[str, ...] = (
     "below_authority",
@@ -544,10 +544,12 @@ def _pack(
 
     The full context is re-rendered and re-counted for every item: token
     counts are not additive across line joins, and a sum of per-line counts
-    could let the block overshoot. Marks ``over_budget`` in ``reasons`` and
-    fills ``line_tokens`` for every item it rendered. Returns the accepted
-    indices, the static block, round block and context, the context's tokens
-    and the static block's.
+    could let the block overshoot. (``count_context_tokens`` is the whole
+    text's exact count, made of its lines' counts cut where tiktoken's
+    pieces end: it only spares encoding the same lines again.) Marks
+    ``over_budget`` in ``reasons`` and fills ``line_tokens`` for every item
+    it rendered. Returns the accepted indices, the static block, round block
+    and context, the context's tokens and the static block's.
     """
     budget = policy.token_budget
     accepted: list[int] = []
@@ -582,7 +584,7 @@ def _pack(
         return static, round_, rendering.join_context(static, round_)
 
     static, round_, context = render([])
-    used = count_tokens(context, policy.encoding)
+    used = count_context_tokens(context, policy.encoding)
     # An empty cached block means round 1's header did not fit: round items
     # without the priority statement would break R10, so they wait too.
     if used > budget or cached_static_block == "":
@@ -594,7 +596,7 @@ def _pack(
         nonlocal static, round_, context, used
         for position, i in enumerate(ranked):
             trial = render([*accepted, i])
-            trial_used = count_tokens(trial[2], policy.encoding)
+            trial_used = count_context_tokens(trial[2], policy.encoding)
             line_tokens[i] = line_token_count(lines[id(item(i))], policy.encoding)
             if trial_used > limit:
                 # R11: stop at the first item that does not fit; a smaller,

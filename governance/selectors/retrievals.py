@@ -243,8 +243,24 @@ def candidate_statement(parts: tuple[str, ...], scope: str, with_query: bool) ->
 
 
 def _vector_text(vector: Sequence[float]) -> str:
-    """pgvector's text form of a vector, as its Django field would send it."""
-    return "[" + ",".join(map(str, map(float, vector))) + "]"
+    """pgvector's text form of a vector: the same single-precision values its Django field would send.
+
+    pgvector keeps single-precision floats. A query embedding usually holds
+    nothing else (the model computes in single precision), and then nine
+    significant digits give back each value exactly (FLT_DECIMAL_DIG), at a
+    quarter of the cost of the shortest double-precision form; any other
+    value is sent in that form, as before.
+    """
+    values = tuple(map(float, vector))
+    array = numpy.array(values, dtype=numpy.float64)
+    if numpy.array_equal(array.astype(numpy.float32), array):
+        return _single_precision_format(len(values)) % values
+    return "[" + ",".join(map(str, values)) + "]"
+
+
+@functools.lru_cache(maxsize=8)
+def _single_precision_format(dimensions: int) -> str:
+    return "[" + ",".join(["%.9g"] * dimensions) + "]"
 
 
 def candidates(
@@ -423,8 +439,11 @@ def _merge(
     per_round = set(policy.per_round_kinds)
     bounds = standing_bounds(policy, now)
     for row, distance in zip(facts.rows, distances, strict=True):
+        nearest = row[_KIND] in nearest_kinds and distance is not None and query_vector is not None
+        if not session_start and not nearest:
+            continue  # a later round takes only the nearest part: no need to test the rest
         eligible = stands(row, POSITIONS, bounds)
-        if eligible and row[_KIND] in nearest_kinds and distance is not None and query_vector is not None:
+        if eligible and nearest:
             parts["nearest"].append((*row, distance, "nearest"))
         if not session_start:
             continue
@@ -459,7 +478,9 @@ class RetrievalHeader:
     """What a retrieval reads first, in one statement (``retrieval_header``)."""
 
     principal: Principal | None  # None: not named, or not seen before
-    newest_verified: datetime | None  # the principal's newest active fact's verification (R9)
+    # The principal's newest active fact's verification (R9), unless not read
+    # (``newest_read``: a header that reads the cached block leaves it out).
+    newest_verified: datetime | None
     facts_generation: int  # the project's facts generation (the project-fact cache's key)
     # Reviewers' rulings on pairs of this principal's and the project's facts (``conflict_rulings``).
     rulings: PairRulings = NO_RULINGS
@@ -473,10 +494,12 @@ class RetrievalHeader:
     # Read only when asked for (``block``): the session's cached start block
     # under this key and its facts in scope, as ``cached_block`` reads them.
     block: tuple[SessionBlock | None, list[Candidate]] | None = None
+    newest_read: bool = True
 
     @property
     def last_interaction(self) -> datetime | None:
         """R9: the later of their last session and their newest fact's verification."""
+        assert self.newest_read or self.principal is None, "read with newest_verification first"
         last_seen = self.principal.last_seen_at if self.principal is not None else None
         seen = [t for t in (last_seen, self.newest_verified) if t is not None]
         return max(seen) if seen else None
@@ -512,10 +535,14 @@ def conflict_rulings(project_id: int, principal_id: int | None) -> PairRulings:
         return rulings_from(cursor.fetchall())
 
 
+# R9's other input: the principal's newest active fact's verification.
+_NEWEST_FROM = (
+    "FROM governance_fact f WHERE f.project_id = {project} AND f.principal_id = {principal}"
+    " AND f.status = 'active'"
+)
+_NEWEST = "SELECT MAX(f.last_verified_at) " + _NEWEST_FROM.format(project="%s", principal="%s")
 _HEADER = f"""
-SELECT COALESCE(g.generation, 0), p.id, p.created_at, p.last_seen_at,
-       (SELECT MAX(f.last_verified_at) FROM governance_fact f
-         WHERE f.project_id = x.project_id AND f.principal_id = p.id AND f.status = 'active'),
+SELECT COALESCE(g.generation, 0), p.id, p.created_at, p.last_seen_at, {{newest}},
        (SELECT array_agg(ARRAY[w.fact_id, w.conflicts_with_id, (w.status = 'pending_review')::int])
          {_RULINGS_FROM.format(project="x.project_id", principal="p.id")}){{columns}}
   FROM (SELECT %(project)s::bigint AS project_id) x
@@ -555,13 +582,18 @@ def ended_sessions(principal: Principal) -> tuple[EndedSession, ...]:
 
 # The session's cached start block under its key (R12) and its facts by
 # primary key, within the retrieval's scope (R1): a fact that left it is not found.
+# One row: the facts come as one JSON array of candidate rows (ROW_FIELDS, their
+# times as microseconds, as the candidate read sends them), so the block's
+# columns (and, in the header, the principal's and the session's) are not sent
+# and parsed again for each fact.
 _BLOCK_FIELDS = ("id", "mode", "text", "tokens", "fact_ids", "items", "hint_session_id", "created_at")
+_BLOCK_FACT = ", ".join([*_CANDIDATE_SQL, "NULL", "NULL", "'block'"])
 _BLOCK_SELECT = f"""
 SELECT {", ".join(f"b.{name}" for name in _BLOCK_FIELDS)},
-       {", ".join(f"f.{name}" for name in CANDIDATE_FIELDS)}, NULL::timestamptz, NULL::float8, 'block'
+       (SELECT json_agg(json_build_array({_BLOCK_FACT})) FROM governance_fact f
+         WHERE f.id = ANY(b.fact_ids) AND f.project_id = {{project}}
+           AND f.session_id IS NULL AND (f.principal_id IS NULL OR f.principal_id = {{principal}}))
   FROM governance_sessionblock b
-  LEFT JOIN governance_fact f ON f.id = ANY(b.fact_ids) AND f.project_id = {{project}}
-       AND f.session_id IS NULL AND (f.principal_id IS NULL OR f.principal_id = {{principal}})
  WHERE b.session_id = {{session}} AND b.principal_id IS NOT DISTINCT FROM {{principal}}
    AND b.identity_verified = {{verified}} AND b.policy_version_id = {{version}}
 """
@@ -595,7 +627,24 @@ def header_statement(session: bool, ended_sessions: bool, block: bool) -> str:
         assert session, "a block is looked up by its session"
         columns.append("b.*")
         joins.append(_BLOCK_JOIN)
-    return _HEADER.format(columns="".join(f", {c}" for c in columns), joins="".join(joins))
+    # A later round that finds its block reusable, as most do, works out no
+    # session mode: the session has its own, and without the aggregate the
+    # statement is planned in less time (``newest_verification`` reads it when needed).
+    newest = (
+        "NULL::timestamptz"
+        if block
+        else "(SELECT MAX(f.last_verified_at) "
+        + _NEWEST_FROM.format(project="x.project_id", principal="p.id")
+        + ")"
+    )
+    return _HEADER.format(newest=newest, columns="".join(f", {c}" for c in columns), joins="".join(joins))
+
+
+def newest_verification(project_id: int, principal_id: int) -> datetime | None:
+    """The principal's newest active fact's verification (R9), as the header reads it."""
+    with connection.cursor() as cursor:
+        cursor.execute(_NEWEST, [project_id, principal_id])
+        return cast(datetime | None, cursor.fetchone()[0])
 
 
 def retrieval_header(
@@ -663,7 +712,7 @@ def retrieval_header(
     if with_block:
         assert block_key is not None
         block = (
-            _block_from_rows(found, principal, block_key[0], block_key[1], [row[at:] for row in rows])
+            _block_from_row(found, principal, block_key[0], block_key[1], rows[0][at:])
             if found is not None and rows[0][at] is not None
             else (None, [])
         )
@@ -676,6 +725,7 @@ def retrieval_header(
         session=found,
         ended_sessions=ended,
         block=block,
+        newest_read=not with_block,
     )
 
 
@@ -694,22 +744,21 @@ def cached_block(
             _BLOCK,
             [session.project_id, principal_id, session.pk, principal_id, identity_verified, version.pk],
         )
-        rows = cursor.fetchall()
-    if not rows:
+        row = cursor.fetchone()
+    if row is None:
         return None, []
-    return _block_from_rows(session, principal, identity_verified, version, rows)
+    return _block_from_row(session, principal, identity_verified, version, row)
 
 
-def _block_from_rows(
+def _block_from_row(
     session: Session,
     principal: Principal | None,
     identity_verified: bool,
     version: PolicyVersion,
-    rows: Sequence[Row],
+    row: Row,
 ) -> tuple[SessionBlock, list[Candidate]]:
-    """The block and its facts from ``_BLOCK_SELECT``'s rows (one per fact found)."""
-    width = len(_BLOCK_FIELDS)
-    block_id, mode, text, tokens, fact_ids, items, hint_session_id, created_at = rows[0][:width]
+    """The block and its facts from ``_BLOCK_SELECT``'s row."""
+    block_id, mode, text, tokens, fact_ids, items, hint_session_id, created_at, facts = row
     block = SessionBlock(
         id=block_id,
         session=session,
@@ -726,8 +775,10 @@ def _block_from_rows(
     )
     block._state.adding = False
     block._state.db = connection.alias
-    facts = _to_candidates(row[width:] for row in rows if row[width] is not None)
-    return block, sorted(facts, key=lambda c: c.fact_id)
+    if isinstance(facts, str):
+        facts = json.loads(facts)
+    candidates = _to_candidates(facts or ())
+    return block, sorted(candidates, key=lambda c: c.fact_id)
 
 
 # --- The retrieval log for people (console and governance API) -------------

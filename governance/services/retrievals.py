@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -97,7 +97,10 @@ def retrieve(
                 request.session,
                 principal,
                 lock=True,
-                mode=rules.session_mode(header.last_interaction, now, version.policy),
+                # Stored only on a session this round creates.
+                mode=rules.session_mode(_last_interaction(header), now, version.policy)
+                if header.session is None
+                else "",
                 looked_up=True,
                 found=header.session,
             )
@@ -126,6 +129,15 @@ def retrieve(
             seen_at=now if seen else None,
         )
     return event, result
+
+
+def _last_interaction(header: selectors.RetrievalHeader) -> datetime | None:
+    """R9's input for the header's principal, read here when the header left part of it out."""
+    if header.newest_read or header.principal is None:
+        return header.last_interaction
+    principal = header.principal
+    newest = selectors.newest_verification(principal.project_id, principal.pk)
+    return replace(header, newest_verified=newest, newest_read=True).last_interaction
 
 
 def _stale(last_seen: datetime | None, now: datetime) -> bool:
@@ -203,7 +215,7 @@ def _decide(
     # again later in the session must agree with the rounds before it.
     mode = session.mode if session is not None and session.mode else None
     if mode is None:
-        mode = rules.session_mode(header.last_interaction, now, policy)
+        mode = rules.session_mode(_last_interaction(header), now, policy)
     start_candidates = candidates(session_start=True)
     hint, hint_session_id = (
         _resume_hint(agent, principal, session, now, header.ended_sessions)

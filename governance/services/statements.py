@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from django.contrib.postgres.fields import ArrayField
 from django.db import connection, models
 from django.db.models.constants import OnConflict
 from django.db.models.sql import InsertQuery
@@ -31,6 +32,12 @@ def insert(
         for f in meta.local_concrete_fields
         if not f.generated and (row.pk is not None or f is not meta.auto_field)
     ]
+    key = (type(row), connection.alias, tuple(fields), tuple(unique_fields), tuple(update_fields))
+    sql = _compiled.get(key)
+    if sql is not None and _fixed_text(fields, row):
+        # The compiler's values, made as it makes them (``pre_save``, then
+        # ``get_db_prep_save``); the text it would make is the one it made.
+        return sql, [f.get_db_prep_save(f.pre_save(row, True), connection) for f in fields]
     if unique_fields:
         query = InsertQuery(
             type(row),
@@ -41,8 +48,29 @@ def insert(
     else:
         query = InsertQuery(type(row))
     query.insert_values(fields, [row])
-    [(sql, values)] = query.get_compiler(using=connection.alias).as_sql()
-    return sql, list(values)
+    [(sql, compiled_values)] = query.get_compiler(using=connection.alias).as_sql()
+    if _fixed_text(fields, row):
+        _compiled[key] = sql
+    return sql, list(compiled_values)
+
+
+# The text of each INSERT ``insert`` compiled, by model, fields and conflict
+# handling: compiling it again on every retrieval and write (Django's compiler
+# walks every field) cost more than the values. Bounded by the code's models.
+_compiled: dict[tuple[Any, ...], str] = {}
+
+
+def _fixed_text(fields: Sequence[models.Field[Any, Any]], row: models.Model) -> bool:
+    """Whether the compiled text holds for this row's values: none is an expression
+    (compiled into the text), and every placeholder is a plain one or an array's
+    cast (``ArrayField.get_placeholder`` names only the column's type)."""
+    for field in fields:
+        if hasattr(getattr(row, field.attname, None), "resolve_expression"):
+            return False
+        placeholder = getattr(field, "get_placeholder", None)
+        if placeholder is not None and not isinstance(field, ArrayField):
+            return False
+    return True
 
 
 def together(statements: Sequence[Statement], *, returning: str | None = None) -> Any:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import bpe_openai
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from governance import tokenizer
 from governance.rules import tokens
@@ -50,3 +52,53 @@ def test_special_token_text_in_a_statement_counts_as_plain_text(encoding: str) -
     assert len(ids) > 1
     assert tokenizer.get_encoding(encoding).eot_token not in ids
     assert tokens.count_tokens("<|endoftext|>", encoding) == len(ids)
+
+
+# Pieces of text that sit at or near tiktoken's piece boundaries: line breaks
+# after punctuation, whitespace and letters, slashes and blanks after a break
+# (where a piece may run on), contractions, numbers, marks and other scripts.
+_FRAGMENTS = [
+    *"\n\n\n   \t\r/-]['\"sdtm.,:;!?()|_1a",
+    *("ab", "XY", "é", "ß", "東京", "\u0301", "\u00a0", "\u2028", "\u3000", "🚀", "23", "ll", "ve"),
+    *("'s", "'re", "\x0b", "\x0c", "\x85", "<|endoftext|>", "days]", "- ", "\n- ", "\nA", "\n/", "\n "),
+    *(" \n", "]\n", "a\n", "\n\n"),
+]
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+@settings(max_examples=400, deadline=None)
+@given(parts=st.lists(st.sampled_from(_FRAGMENTS), max_size=40))
+def test_a_context_is_counted_as_the_whole_text_would_be(encoding: str, parts: list[str]) -> None:
+    text = "".join(parts)
+    assert tokens.count_context_tokens(text, encoding) == tokens.count_tokens(text, encoding)
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_a_rendered_context_is_counted_exactly(encoding: str) -> None:
+    lines = [
+        "Remembered context (reference only). The current conversation is authoritative.",
+        "Returning user: continue where you left off; do not re-introduce yourself.",
+        "Project:",
+        "- Deploy to eu-west-2 [SOURCE: config:deploy | AUTHORITY: 5 | AGE: 0 days]",
+        "- Previously mentioned (please re-confirm): /usr/bin  ends   here/ "
+        "[SOURCE: a/b | AUTHORITY: 2 | AGE: 9 days]",
+        "About the user:",
+        "- Prefers 東京リージョン 🚀 and <|endoftext|> [SOURCE: chat:412 | AUTHORITY: 4 | AGE: 3 days]",
+    ]
+    round_block = "Relevant to this turn:\n- It's 10:30 [SOURCE: x | AUTHORITY: 3 | AGE: 1 days]"
+    text = "\n".join(lines) + "\n\n" + round_block
+    assert tokens.count_context_tokens(text, encoding) == tokens.count_tokens(text, encoding)
+
+
+def test_an_encoding_whose_pattern_changed_is_counted_whole() -> None:
+    # The cut is proven for the patterns tiktoken has today; another (an upgrade) is not cut.
+    text = "Project:\n- one [SOURCE: a | AUTHORITY: 5 | AGE: 0 days]\n- two"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(tokens._CUTTABLE_PATTERNS, "o200k_base", "something else")
+        tokens._cuttable.cache_clear()
+        try:
+            assert not tokens._cuttable("o200k_base")
+            assert tokens.count_context_tokens(text, "o200k_base") == tokens.count_tokens(text, "o200k_base")
+        finally:
+            tokens._cuttable.cache_clear()
+    assert tokens._cuttable("o200k_base")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
+import numpy
 import pytest
 from django.utils import timezone
 
@@ -97,6 +99,25 @@ def test_only_the_history_part_reads_when_a_status_changed(project: Project, peo
         rows = cursor.fetchall()
     changed = {(row[selectors._PART], row[selectors._CHANGED] is None) for row in rows}
     assert changed == {("static", True), ("nearest", True), ("history", False)}
+
+
+def test_the_query_vector_reaches_the_database_with_the_values_its_field_would_send() -> None:
+    # A single-precision embedding goes in a shorter form; any other in the
+    # shortest double-precision one. The database must read the same vector.
+    from django.db import connection
+
+    rng = random.Random(13)
+    single = numpy.array([rng.gauss(0, 1) for _ in range(DIM)], dtype=numpy.float32).tolist()
+    double = [rng.gauss(0, 1) for _ in range(DIM)]
+    tiny = numpy.array([rng.gauss(0, 1) * 1e-30 for _ in range(DIM)], dtype=numpy.float32).tolist()
+    with connection.cursor() as cursor:
+        for vector in (single, double, tiny, unit(3, -0.0)):
+            sent = selectors._vector_text(vector)
+            as_before = "[" + ",".join(map(str, map(float, vector))) + "]"
+            cursor.execute("SELECT %s::vector::text, %s::vector::text", [sent, as_before])
+            read, read_before = cursor.fetchone()
+            assert read == read_before
+    assert len(selectors._vector_text(single)) < len("[" + ",".join(map(str, single)) + "]")
 
 
 def test_candidate_times_are_the_stored_times_to_the_microsecond(project: Project) -> None:

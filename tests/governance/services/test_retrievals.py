@@ -69,6 +69,17 @@ def test_a_later_round_reuses_the_session_start_block(support_bot, remembered):
     assert RetrievalEvent.objects.count() == 2
 
 
+def test_a_later_round_that_opens_its_session_gives_it_the_mode_of_a_first_round(support_bot, remembered):
+    # A later round's first statement leaves out R9's newest verification (a
+    # reused block needs no mode); a session such a round opens still gets it:
+    # Alice was never seen, but her fact was verified just now, so she resumes.
+    event, result = ask(support_bot, "s-late", round=2)
+
+    assert result.cached is False
+    assert Session.objects.get(external_id="s-late").mode == "resume" == event.mode
+    assert "Lives in Leeds" in event.context
+
+
 def test_feedback_names_only_what_the_retrieval_gave_and_is_stored_once(support_bot, remembered):
     event, _ = ask(support_bot)
 

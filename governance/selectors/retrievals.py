@@ -27,6 +27,7 @@ from governance.models import (
     Session,
     SessionBlock,
 )
+from governance.models.facts import vector_text
 from governance.models.retrievals import decode_candidates, events_naming
 from governance.models.writes import ReviewAction
 from governance.rules.contradictions import CONFLICT_REVIEW_PREFIX, NO_RULINGS, PairRulings, rulings_from
@@ -242,27 +243,6 @@ def candidate_statement(parts: tuple[str, ...], scope: str, with_query: bool) ->
     )
 
 
-def _vector_text(vector: Sequence[float]) -> str:
-    """pgvector's text form of a vector: the same single-precision values its Django field would send.
-
-    pgvector keeps single-precision floats. A query embedding usually holds
-    nothing else (the model computes in single precision), and then nine
-    significant digits give back each value exactly (FLT_DECIMAL_DIG), at a
-    quarter of the cost of the shortest double-precision form; any other
-    value is sent in that form, as before.
-    """
-    values = tuple(map(float, vector))
-    array = numpy.array(values, dtype=numpy.float64)
-    if numpy.array_equal(array.astype(numpy.float32), array):
-        return _single_precision_format(len(values)) % values
-    return "[" + ",".join(map(str, values)) + "]"
-
-
-@functools.lru_cache(maxsize=8)
-def _single_precision_format(dimensions: int) -> str:
-    return "[" + ",".join(["%.9g"] * dimensions) + "]"
-
-
 def candidates(
     project: Project,
     principal: Principal | None,
@@ -309,7 +289,7 @@ def candidates(
             "project": project.pk,
             "principal": principal.pk if principal is not None else None,
             "session": session.pk if session is not None else None,
-            "query": _vector_text(query_vector) if query_vector is not None else None,
+            "query": vector_text(query_vector) if query_vector is not None else None,
             "per_round_kinds": list(policy.per_round_kinds),
             "nearest_kinds": nearest_kinds,
             "history_limit": INACTIVE_HISTORY_LIMIT,

@@ -11,6 +11,7 @@ import pytest
 from django.utils import timezone
 
 from governance.models import Fact, Principal, Project
+from governance.models.facts import vector_text
 from governance.rules.policy import PolicySettings
 from governance.selectors import retrievals as selectors
 from tests.personas import FactFactory, PrincipalFactory
@@ -88,7 +89,7 @@ def test_only_the_history_part_reads_when_a_status_changed(project: Project, peo
         "project": project.pk,
         "principal": people["alice"].pk,
         "session": None,
-        "query": selectors._vector_text(unit(0)),
+        "query": vector_text(unit(0)),
         "per_round_kinds": list(POLICY.per_round_kinds),
         "nearest_kinds": selectors._nearest_kinds(POLICY),
         "history_limit": selectors.INACTIVE_HISTORY_LIMIT,
@@ -102,8 +103,8 @@ def test_only_the_history_part_reads_when_a_status_changed(project: Project, peo
 
 
 def test_the_query_vector_reaches_the_database_with_the_values_its_field_would_send() -> None:
-    # A single-precision embedding goes in a shorter form; any other in the
-    # shortest double-precision one. The database must read the same vector.
+    # Nine digits per value (the float4 the column keeps) instead of the
+    # shortest double-precision form: the database must read the same vector.
     from django.db import connection
 
     rng = random.Random(13)
@@ -112,12 +113,12 @@ def test_the_query_vector_reaches_the_database_with_the_values_its_field_would_s
     tiny = numpy.array([rng.gauss(0, 1) * 1e-30 for _ in range(DIM)], dtype=numpy.float32).tolist()
     with connection.cursor() as cursor:
         for vector in (single, double, tiny, unit(3, -0.0)):
-            sent = selectors._vector_text(vector)
+            sent = vector_text(vector)
             as_before = "[" + ",".join(map(str, map(float, vector))) + "]"
             cursor.execute("SELECT %s::vector::text, %s::vector::text", [sent, as_before])
             read, read_before = cursor.fetchone()
             assert read == read_before
-    assert len(selectors._vector_text(single)) < len("[" + ",".join(map(str, single)) + "]")
+    assert len(vector_text(single)) < len("[" + ",".join(map(str, single)) + "]")
 
 
 def test_candidate_times_are_the_stored_times_to_the_microsecond(project: Project) -> None:

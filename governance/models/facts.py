@@ -100,7 +100,9 @@ def _in(field: str, choices: type[models.TextChoices]) -> Q:
 # written, and withdrawal (R8) then has one copy of it to erase, not many.
 @tracked(exclude=["embedding", "summary_source"], erasable=True)
 class Fact(models.Model):
-    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="facts")
+    # No index of its own: every index of the table that a project's reads use
+    # starts with the project (migration 0041).
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="facts", db_index=False)
     # Null for project-level facts, which every principal of the project sees (R1).
     principal = models.ForeignKey(
         Principal, on_delete=models.PROTECT, null=True, blank=True, related_name="facts"
@@ -135,8 +137,9 @@ class Fact(models.Model):
     # the audit chain and history keep this, never the erasable text, and
     # without the key it cannot confirm a guessed statement (R8).
     statement_digest = models.CharField(max_length=64)
-    # Keyed hash of the normalised statement: matches re-submissions.
-    fingerprint = models.CharField(max_length=64, db_index=True)
+    # Keyed hash of the normalised statement: matches re-submissions
+    # (fact_fingerprint_idx: equality only, so no pattern-matching twin).
+    fingerprint = models.CharField(max_length=64)
     derived_from_retrieval = models.ForeignKey(
         "governance.RetrievalEvent",
         on_delete=models.PROTECT,
@@ -194,6 +197,7 @@ class Fact(models.Model):
             models.Index(fields=["project", "principal", "key"], name="fact_principal_key_idx"),
             models.Index(fields=["status", "valid_to"], name="fact_status_valid_to_idx"),
             models.Index(fields=["project", "status", "kind"], name="fact_project_status_idx"),
+            models.Index(fields=["fingerprint"], name="fact_fingerprint_idx"),
             # The embedding sweep's look-up (facts owed a vector, oldest first):
             # small, since a fact leaves it seconds after it is written.
             models.Index(fields=["id"], condition=Q(embedded_at__isnull=True), name="fact_unembedded_idx"),

@@ -28,7 +28,10 @@ REVIEWABLE: tuple[str, ...] = ("pending_review", "quarantined")
 @tracked(erasable=True)
 class Write(models.Model):
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="writes")
-    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, null=True, blank=True, related_name="writes")
+    # No index of its own: write_agent_recent_idx starts with the agent (migration 0041).
+    agent = models.ForeignKey(
+        Agent, on_delete=models.PROTECT, null=True, blank=True, related_name="writes", db_index=False
+    )
     principal = models.ForeignKey(
         Principal, on_delete=models.PROTECT, null=True, blank=True, related_name="writes"
     )
@@ -44,7 +47,8 @@ class Write(models.Model):
     statement = models.TextField()
     # Keyed hash of the normalised statement (re-submission of rejected or
     # tombstoned assertions, R5/R8); survives erasure of the statement.
-    fingerprint = models.CharField(max_length=64, db_index=True)
+    # (write_fingerprint_idx: equality only, so no pattern-matching twin.)
+    fingerprint = models.CharField(max_length=64)
     source_type = models.CharField(max_length=32, choices=SourceType.choices)
     source_ref = models.CharField(max_length=500)
     source_observed_at = models.DateTimeField()
@@ -101,6 +105,7 @@ class Write(models.Model):
                 condition=Q(status__in=["pending_review", "quarantined"]),
             ),
             models.Index(fields=["agent", "-created_at"], name="write_agent_recent_idx"),
+            models.Index(fields=["fingerprint"], name="write_fingerprint_idx"),
             # The queue's chart of writes that arrived needing review, by day
             # (selectors.queue_health.findings_over_time): about one write in twenty.
             models.Index(

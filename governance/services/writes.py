@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from itertools import islice
 from types import EllipsisType
 from typing import Any
 
@@ -24,7 +25,7 @@ from governance.models import Agent, Fact, Principal, RetrievalEvent, Session, W
 from governance.rules import contradictions, guard, identifiers
 from governance.rules import supersession as supersession_rules
 from governance.rules.provenance import ref_problem
-from governance.rules.text import near_duplicate, normalise_statement, statement_fingerprint
+from governance.rules.text import Lexical, near_duplicate, normalise_statement, statement_fingerprint
 from governance.rules.tokens import count_tokens
 from governance.services import audit, conflicts, statements
 from governance.services.embeddings import fact_vector_from_guard, guard_embedding, guard_embeddings
@@ -39,6 +40,8 @@ from governance.services.facts import (
 from governance.services.sessions import SessionError, open_session
 
 BURST_WINDOW = timedelta(minutes=10)
+# The agent's newest writes in the window that the burst check compares a write with.
+BURST_RECENT_STATEMENTS = 50
 AMPLIFICATION_WINDOW = timedelta(hours=1)
 CONFLICT_CHECK = "conflict"
 POSSIBLE_CONFLICT_CHECK = "possible_conflict"
@@ -321,7 +324,8 @@ class _Batch:
                 " FROM governance_tombstone t WHERE t.project_id = %s AND t.fingerprint = ANY(%s::text[])),"
                 " (SELECT json_agg(json_build_array(r.created_at, r.statement) ORDER BY r.created_at DESC)"
                 " FROM (SELECT w.created_at, w.statement FROM governance_write w WHERE w.agent_id = %s"
-                " AND w.created_at >= %s AND w.statement <> '' ORDER BY w.created_at DESC LIMIT 50) r),"
+                f" AND w.created_at >= %s AND w.statement <> '' ORDER BY w.created_at DESC"
+                f" LIMIT {BURST_RECENT_STATEMENTS}) r),"
                 " (SELECT count(*) FROM governance_write w WHERE w.agent_id = %s"
                 " AND w.status IN ('pending_review', 'quarantined'))",
                 [
@@ -457,6 +461,7 @@ class _Batch:
             self._allocate(index)
         write_id, fact_id = self.ids[index]
         now = timezone.now()
+        since = now - BURST_WINDOW
         fingerprint = self.fingerprints[index]
         made = self.made.get(name, [])
         same_slot = [f for f in made if f.kind == request.kind]
@@ -473,7 +478,9 @@ class _Batch:
                     :TOMBSTONE_VALUE_MATCHES
                 ]
             },
-            recent_statements=tuple(s for at, s in self.recent if at >= now - BURST_WINDOW)[:50],
+            recent_statements=tuple(
+                islice((s for at, s in self.recent if at >= since), BURST_RECENT_STATEMENTS)
+            ),
             # Only a derived write is judged by it, and those go one by one.
             recent_derived=0,
             waiting=self.waiting,
@@ -1177,8 +1184,10 @@ def _duplicate_id(request: WriteRequest, seen: Seen) -> int | None:
         return None
     if seen.exact_duplicate_id is not None:
         return seen.exact_duplicate_id
-    wanted = normalise_statement(request.statement)
-    return next((pk for pk, statement in seen.candidates if near_duplicate(statement, wanted)), None)
+    wanted = Lexical.of(normalise_statement(request.statement))
+    return next(
+        (pk for pk, statement in seen.candidates if Lexical.of(statement).near_duplicate(wanted)), None
+    )
 
 
 # Newest active facts of the same principal, session and kind compared for a
@@ -1253,7 +1262,7 @@ def _what_the_write_meets(
         if digests
         else "NULL",
         "ARRAY(SELECT w.statement FROM governance_write w WHERE w.agent_id = %s AND w.created_at >= %s"
-        " AND w.statement <> '' ORDER BY w.created_at DESC LIMIT 50)",
+        f" AND w.statement <> '' ORDER BY w.created_at DESC LIMIT {BURST_RECENT_STATEMENTS})",
         "(SELECT count(*) FROM governance_write w WHERE w.agent_id = %s"
         " AND w.derived_from_retrieval_id IS NOT NULL AND w.created_at >= %s)",
         "(SELECT count(*) FROM governance_write w WHERE w.agent_id = %s"

@@ -33,6 +33,9 @@ TAG_CHAR_RANGE = range(0xE0000, 0xE0080)
 
 def is_hidden_char(ch: str) -> bool:
     """True for characters that render as nothing (or reorder what renders)."""
+    if ch.isascii():
+        # None of ASCII is hidden (no format characters, no tags); most text is ASCII.
+        return False
     if ch in ZERO_WIDTH_CHARS or ch in BIDI_CONTROL_CHARS or ch in _OTHER_INVISIBLE:
         return True
     if ord(ch) in TAG_CHAR_RANGE:

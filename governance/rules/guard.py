@@ -43,9 +43,9 @@ from governance.rules import text as text_rules
 from governance.rules.text import (
     CONFUSABLE_CHARS,
     TAG_CHAR_RANGE,
+    Lexical,
     fold_confusables,
     is_hidden_char,
-    near_duplicate,
     normalise_statement,
     statement_fingerprint,
     strip_hidden,
@@ -1761,8 +1761,10 @@ def _contradicts_verified(proposal: WriteProposal, context: GuardContext) -> boo
 
 
 def check_burst(proposal: WriteProposal, context: GuardContext) -> list[Finding]:
+    # The proposal is prepared once, not once per earlier statement (issue 13).
+    proposal_text = Lexical.of(proposal.statement)
     duplicates = sum(
-        1 for earlier in context.recent_agent_statements if near_duplicate(proposal.statement, earlier)
+        1 for earlier in context.recent_agent_statements if proposal_text.near_duplicate(Lexical.of(earlier))
     )
     if duplicates < BURST_MIN_DUPLICATES:
         return []

@@ -33,6 +33,9 @@ TAG_CHAR_RANGE = range(0xE0000, 0xE0080)
 
 def is_hidden_char(ch: str) -> bool:
     """True for characters that render as nothing (or reorder what renders)."""
+    if ch.isascii():
+        # None of ASCII is hidden (no format characters, no tags); most text is ASCII.
+        return False
     if ch in ZERO_WIDTH_CHARS or ch in BIDI_CONTROL_CHARS or ch in _OTHER_INVISIBLE:
         return True
     if ord(ch) in TAG_CHAR_RANGE:
@@ -313,6 +316,14 @@ class Lexical:
             return 0.0
         return max(_dice(self.tokens, other.tokens), _dice(self.shingles, other.shingles))
 
+    def near_duplicate(self, other: Lexical, threshold: float = 0.9) -> bool:
+        """``near_duplicate`` of the two statements, for a caller comparing one with many."""
+        if self.normalised == other.normalised:
+            return True
+        if self.numbers != other.numbers or self.negated != other.negated:
+            return False
+        return self.similarity(other) >= threshold
+
 
 @lru_cache(maxsize=4096)
 def _lexical_memoised(normalised: str) -> Lexical:
@@ -345,9 +356,4 @@ def near_duplicate(a: str, b: str, threshold: float = 0.9) -> bool:
     eu-west-2", or "is an admin" and "is not an admin", near duplicates; those
     are different claims, so differing numbers or negation rule it out.
     """
-    prepared_a, prepared_b = Lexical.of(a), Lexical.of(b)
-    if prepared_a.normalised == prepared_b.normalised:
-        return True
-    if prepared_a.numbers != prepared_b.numbers or prepared_a.negated != prepared_b.negated:
-        return False
-    return prepared_a.similarity(prepared_b) >= threshold
+    return Lexical.of(a).near_duplicate(Lexical.of(b), threshold)

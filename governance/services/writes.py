@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from itertools import islice
 from types import EllipsisType
 from typing import Any
 
@@ -24,7 +25,7 @@ from governance.models import Agent, Fact, Principal, RetrievalEvent, Session, W
 from governance.rules import contradictions, guard, identifiers
 from governance.rules import supersession as supersession_rules
 from governance.rules.provenance import ref_problem
-from governance.rules.text import near_duplicate, normalise_statement, statement_fingerprint
+from governance.rules.text import Lexical, near_duplicate, normalise_statement, statement_fingerprint
 from governance.rules.tokens import count_tokens
 from governance.services import audit, conflicts, statements
 from governance.services.embeddings import fact_vector_from_guard, guard_embedding, guard_embeddings
@@ -39,6 +40,8 @@ from governance.services.facts import (
 from governance.services.sessions import SessionError, open_session
 
 BURST_WINDOW = timedelta(minutes=10)
+# The agent's newest writes in the window that the burst check compares a write with.
+BURST_RECENT_STATEMENTS = 50
 AMPLIFICATION_WINDOW = timedelta(hours=1)
 CONFLICT_CHECK = "conflict"
 POSSIBLE_CONFLICT_CHECK = "possible_conflict"
@@ -321,7 +324,8 @@ class _Batch:
                 " FROM governance_tombstone t WHERE t.project_id = %s AND t.fingerprint = ANY(%s::text[])),"
                 " (SELECT json_agg(json_build_array(r.created_at, r.statement) ORDER BY r.created_at DESC)"
                 " FROM (SELECT w.created_at, w.statement FROM governance_write w WHERE w.agent_id = %s"
-                " AND w.created_at >= %s AND w.statement <> '' ORDER BY w.created_at DESC LIMIT 50) r),"
+                f" AND w.created_at >= %s AND w.statement <> '' ORDER BY w.created_at DESC"
+                f" LIMIT {BURST_RECENT_STATEMENTS}) r),"
                 " (SELECT count(*) FROM governance_write w WHERE w.agent_id = %s"
                 " AND w.status IN ('pending_review', 'quarantined'))",
                 [
@@ -457,6 +461,7 @@ class _Batch:
             self._allocate(index)
         write_id, fact_id = self.ids[index]
         now = timezone.now()
+        since = now - BURST_WINDOW
         fingerprint = self.fingerprints[index]
         made = self.made.get(name, [])
         same_slot = [f for f in made if f.kind == request.kind]
@@ -473,7 +478,9 @@ class _Batch:
                     :TOMBSTONE_VALUE_MATCHES
                 ]
             },
-            recent_statements=tuple(s for at, s in self.recent if at >= now - BURST_WINDOW)[:50],
+            recent_statements=tuple(
+                islice((s for at, s in self.recent if at >= since), BURST_RECENT_STATEMENTS)
+            ),
             # Only a derived write is judged by it, and those go one by one.
             recent_derived=0,
             waiting=self.waiting,
@@ -815,6 +822,8 @@ def _submit(
         )
     derived = _derived_event(agent, request.derived_from_retrieval)
     fingerprint = statement_fingerprint(request.statement, fingerprint_key())
+    # What the statement claims, compared below with the values of active facts.
+    claims = _claims(request)
     slot_session = session if request.kind == "slot" else None
     current = lock_active_fact(
         project.pk,
@@ -831,6 +840,10 @@ def _submit(
         fingerprint=fingerprint,
         now=now,
         duplicates=corroborate and current is None and not request.key,
+        # Read with the look-ups when the statement claims a value that an active
+        # fact may contradict (below), for one round trip fewer.
+        contradiction_pool=bool(claims),
+        contradiction_pool_without=current.pk if current is not None else None,
     )
     if read_principal:
         # First mention: created now, as _principal would have before the look-ups
@@ -878,7 +891,9 @@ def _submit(
         # A near-duplicate adds no memory: it strengthens the fact it repeats.
         outcome = "active"
     elif outcome != "rejected" and (
-        contradicted := _contradicted_facts(project.pk, principal, request, exclude=current)
+        contradicted := _contradicted_facts(
+            project.pk, principal, request, claims, exclude=current, read=seen.contradiction_pool
+        )
     ):
         # R6 without a key: the statement gives another value for an attribute an
         # active fact already answers. The same supersession rules as a keyed
@@ -1177,8 +1192,10 @@ def _duplicate_id(request: WriteRequest, seen: Seen) -> int | None:
         return None
     if seen.exact_duplicate_id is not None:
         return seen.exact_duplicate_id
-    wanted = normalise_statement(request.statement)
-    return next((pk for pk, statement in seen.candidates if near_duplicate(statement, wanted)), None)
+    wanted = Lexical.of(normalise_statement(request.statement))
+    return next(
+        (pk for pk, statement in seen.candidates if Lexical.of(statement).near_duplicate(wanted)), None
+    )
 
 
 # Newest active facts of the same principal, session and kind compared for a
@@ -1201,6 +1218,9 @@ class Seen:
     exact_duplicate_id: int | None  # an active fact with the same fingerprint
     candidates: tuple[tuple[int, str], ...]  # newest active facts of the same slot and kind
     principal: Principal | None = None  # read with the look-ups when asked to (None: none yet)
+    # The active facts an unkeyed contradiction is looked for in (id, statement, key),
+    # newest observation first; None when not read (``_contradicted_facts`` reads them).
+    contradiction_pool: tuple[tuple[int, str, str | None], ...] | None = None
 
 
 def _what_the_write_meets(
@@ -1213,6 +1233,8 @@ def _what_the_write_meets(
     now: datetime,
     duplicates: bool,
     principal_external_id: str | None = None,
+    contradiction_pool: bool = False,
+    contradiction_pool_without: int | None = None,
 ) -> Seen:
     """Everything the guard and the duplicate check read, in one statement of scalar sub-queries.
 
@@ -1224,7 +1246,10 @@ def _what_the_write_meets(
     active facts an unkeyed write may repeat. With ``principal_external_id`` the
     principal is read here too (principal_external_id_unique), by its external id:
     one that does not exist yet has no facts and no tombstones, so its sub-queries
-    compare with NULL and find nothing.
+    compare with NULL and find nothing. ``contradiction_pool`` adds the active
+    facts ``_contradicted_facts`` compares the write's claims with (but
+    ``contradiction_pool_without``, a fact id): the rows its own query would
+    read, in its order (fact_principal_verified_idx), one round trip fewer.
     """
     project_id = agent.project_id
     digests = sorted(identifiers.value_digests(request.statement, fingerprint_key()))
@@ -1253,7 +1278,7 @@ def _what_the_write_meets(
         if digests
         else "NULL",
         "ARRAY(SELECT w.statement FROM governance_write w WHERE w.agent_id = %s AND w.created_at >= %s"
-        " AND w.statement <> '' ORDER BY w.created_at DESC LIMIT 50)",
+        f" AND w.statement <> '' ORDER BY w.created_at DESC LIMIT {BURST_RECENT_STATEMENTS})",
         "(SELECT count(*) FROM governance_write w WHERE w.agent_id = %s"
         " AND w.derived_from_retrieval_id IS NOT NULL AND w.created_at >= %s)",
         "(SELECT count(*) FROM governance_write w WHERE w.agent_id = %s"
@@ -1279,6 +1304,19 @@ def _what_the_write_meets(
             f" FROM governance_fact f WHERE {same_slot} ORDER BY f.id DESC LIMIT {NEAR_DUPLICATE_POOL}) c)",
         ]
         params += [*slot_params, fingerprint, *slot_params]
+    if contradiction_pool:
+        # The filter, the order and the limit of _contradicted_facts' own query.
+        without = "" if contradiction_pool_without is None else " AND f.id <> %s"
+        columns.append(
+            "(SELECT json_agg(json_build_array(c.id, c.statement, c.key)"
+            " ORDER BY c.source_observed_at DESC, c.id DESC) FROM (SELECT f.id, f.statement, f.key,"
+            f" f.source_observed_at FROM governance_fact f WHERE f.project_id = %s AND {principal_is}"
+            " AND f.session_id IS NULL AND f.status = 'active' AND f.kind NOT IN ('slot', 'summary')"
+            f"{without} ORDER BY f.source_observed_at DESC, f.id DESC LIMIT {CONTRADICTION_POOL}) c)"
+        )
+        params += [project_id, *principal_params]
+        if contradiction_pool_without is not None:
+            params.append(contradiction_pool_without)
     with_principal = ""
     if principal_external_id is not None:
         with_principal = (
@@ -1292,6 +1330,9 @@ def _what_the_write_meets(
         row = cursor.fetchone()
     write_id, fact_id, rejected, tombstone_id, values, recent, derived, waiting = row[:8]
     exact, candidates = row[8:10] if duplicates else (None, None)
+    pool = None
+    if contradiction_pool:
+        pool = tuple((int(pk), str(text), key) for pk, text, key in _json(row[10 if duplicates else 8]))
     principal = None
     if principal_external_id is not None and row[-3] is not None:
         principal = Principal.from_row(
@@ -1309,6 +1350,7 @@ def _what_the_write_meets(
         exact_duplicate_id=exact,
         candidates=tuple((int(pk), str(text)) for pk, text in _json(candidates)),
         principal=principal,
+        contradiction_pool=pool,
     )
 
 
@@ -1324,12 +1366,23 @@ def _json(value: Any) -> list[Any]:
 
 
 def _contradicted_facts(
-    project_id: int, principal: Principal | None, request: WriteRequest, *, exclude: Fact | None
+    project_id: int,
+    principal: Principal | None,
+    request: WriteRequest,
+    claims: tuple[contradictions.Claim, ...],
+    *,
+    exclude: Fact | None,
+    read: Sequence[tuple[int, str, str | None]] | None = None,
 ) -> list[tuple[Fact, contradictions.Contradiction]]:
-    """Active facts about the same principal (or project) whose value this statement contradicts."""
-    claims = _claims(request)
+    """Active facts about the same principal (or project) whose value this statement
+    (which claims ``claims``, ``_claims``) contradicts.
+
+    ``read``: the facts to compare with, read already (``_what_the_write_meets``).
+    """
     if not claims:
         return []
+    if read is not None:
+        return _locked_contradicted(_contradictions(request, claims, read))
     pool = (
         Fact.objects.filter(project_id=project_id, principal=principal, session=None, status="active")
         .exclude(kind__in=("slot", "summary"))
@@ -1339,7 +1392,14 @@ def _contradicted_facts(
         pool = pool.exclude(pk=exclude.pk)
     # Only what the comparison reads: whole rows (vectors included) of 200 facts
     # were most of this look-up's time.
-    found = _contradictions(request, claims, pool.values_list("pk", "statement", "key")[:CONTRADICTION_POOL])
+    return _locked_contradicted(
+        _contradictions(request, claims, pool.values_list("pk", "statement", "key")[:CONTRADICTION_POOL])
+    )
+
+
+def _locked_contradicted(
+    found: list[tuple[int, contradictions.Contradiction]],
+) -> list[tuple[Fact, contradictions.Contradiction]]:
     if not found:
         return []
     # Locks what may be superseded, in id order so two writes cannot deadlock.

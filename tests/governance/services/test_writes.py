@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from governance import tasks
 from governance.context import actor_scope
-from governance.models import AuditEntry, Fact, Project, Supersession, Write
+from governance.models import AuditEntry, Fact, Principal, Project, Supersession, Write
 from governance.services import agents, writes
 from governance.services.writes import WriteRequest
 from tests.personas import AgentPersona, make_agent
@@ -198,12 +198,13 @@ def test_a_superseding_write_inserts_its_fact_active_after_the_old_one_steps_asi
 
     write, sql = statements(support_bot, request("Lives in York", key="home_city", source_ref="chat:2"))
 
-    # The principal, the keyed fact under lock, the look-ups, the contradiction pool;
-    # the old fact's UPDATE, the supersession, the session blocks it was in, its entry
-    # (announced on the feed); the new fact; the write and its entry in one statement.
+    # The principal, the keyed fact under lock, the look-ups (the contradiction pool
+    # read with them); the old fact's UPDATE, the supersession, the session blocks it
+    # was in, its entry (announced on the feed); the new fact; the write and its entry
+    # in one statement.
     assert write.response is not None and write.response["supersedes"] == [old.fact_id]
     assert write.response["fact"] == {"id": write.fact_id, "status": "active"}
-    assert len(sql) == 4 + 3 + AUDIT_ENTRY + FEED_EVENT + 1 + 1, sql
+    assert len(sql) == 3 + 3 + AUDIT_ENTRY + FEED_EVENT + 1 + 1, sql
     assert [q.split('"')[1] for q in sql if q.startswith("UPDATE")] == ["governance_fact"]
     assert Fact.objects.get(pk=write.fact_id).status == "active"
 
@@ -219,7 +220,7 @@ def test_a_write_for_review_counts_the_waiting_writes_with_its_look_ups(support_
     # As a superseding write up to the decision, then only the fact, the write and
     # its entry, in one statement.
     assert write.status == "pending_review"
-    assert len(sql) == 4 + 1, sql
+    assert len(sql) == 3 + 1, sql
 
 
 def test_the_review_queue_limit_still_refuses_a_write_that_would_wait(support_bot, settings):
@@ -484,3 +485,44 @@ def test_any_batch_stores_what_the_same_writes_store_one_by_one(db, items):
 
     assert [o.write.status if o.write else None for o in outcomes] == one_by_one
     assert stored(batch_bot.agent.project_id) == stored(single_bot.agent.project_id)
+
+
+def test_the_contradiction_pool_read_with_the_look_ups_is_the_one_read_on_its_own(support_bot):
+    for n, (statement, key) in enumerate(
+        [("Lives in Leeds", "home_city"), ("Works at Acme", None), ("Is 40 years old", "age")]
+        + [(f"Prefers tea number {i}", None) for i in range(4)]
+    ):
+        submit(support_bot, request(statement, key=key, source_ref=f"chat:{n}"))
+    submit(support_bot, request("Prefers tea for bob", principal="bob", kind="preference"))
+    project = support_bot.agent.project
+    alice = Principal.objects.get(project=project, external_id="alice")
+    current = Fact.objects.get(principal=alice, key="home_city", status="active")
+    req = request("Lives in York", key="home_city")
+
+    def seen(**options: Any) -> writes.Seen:
+        with actor_scope(f"agent:{support_bot.agent.slug}"):
+            return writes._what_the_write_meets(
+                support_bot.agent,
+                req,
+                principal_id=alice.pk,
+                session_id=None,
+                fingerprint="f" * 64,
+                now=timezone.now(),
+                duplicates=False,
+                contradiction_pool=True,
+                **options,
+            )
+
+    def own(exclude: Fact | None) -> list[tuple[int, str, str | None]]:
+        pool = (
+            Fact.objects.filter(project_id=project.pk, principal=alice, session=None, status="active")
+            .exclude(kind__in=("slot", "summary"))
+            .order_by("-source_observed_at", "-id")
+        )
+        pool = pool.exclude(pk=exclude.pk) if exclude is not None else pool
+        return list(pool.values_list("pk", "statement", "key")[: writes.CONTRADICTION_POOL])
+
+    with_current = seen().contradiction_pool
+    assert with_current is not None and len(with_current) == 7
+    assert list(with_current) == own(None)
+    assert list(seen(contradiction_pool_without=current.pk).contradiction_pool or ()) == own(current)

@@ -10,6 +10,7 @@ import pytest
 from playwright.sync_api import Page, Route, expect
 
 from governance.models import Fact, ReviewDecision, Write
+from tests.governance.browser.helpers import log_in
 from tests.governance.review_helpers import PENDING, QUARANTINED, hostile, propose
 from tests.personas import PASSWORD, FactFactory, make_user
 
@@ -215,11 +216,9 @@ def test_a_card_decided_before_its_similar_facts_arrive_leaves_no_error_behind(
     held: list[Route] = []
     page.route("**/reviews/similar?*", lambda route: held.append(route))
 
-    page.goto(f"{live_server.url}/login/?next=/reviews/")
-    page.fill("#id_username", "riley")
-    page.fill("#id_password", PASSWORD)
-    page.get_by_role("button", name="Log in").click()
+    log_in(page, live_server, "riley", "/reviews/")
     expect(page.get_by_role("heading", name="Review queue")).to_be_visible()
+    page.wait_for_function("() => document.querySelectorAll('[data-similar-pending]').length === 2")
     for _ in range(50):
         if held:
             break

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.sync_api import Page, Route, expect
@@ -145,6 +146,21 @@ def test_a_decision_can_be_undone_for_a_few_seconds_and_then_is_final(
 SHOTS = os.environ.get("REVIEW_SHOTS") or os.environ.get("SCREENSHOT_DIR")
 
 
+def open_queue_holding_similar_facts(page: Page, live_server: Any) -> Route:
+    """Riley's queue with its two writes on screen and their similar facts' request held back."""
+    held: list[Route] = []
+    page.route("**/reviews/similar?*", lambda route: held.append(route))
+    log_in(page, live_server, "riley", "/reviews/")
+    expect(page.get_by_role("heading", name="Review queue")).to_be_visible()
+    page.wait_for_function("() => document.querySelectorAll('[data-similar-pending]').length === 2")
+    for _ in range(50):
+        if held:
+            break
+        page.wait_for_timeout(100)
+    assert len(held) == 1, "the page asks once for the similar facts of all its writes"
+    return held[0]
+
+
 def test_similar_facts_arrive_after_the_page_and_leave_a_reviewers_edit_alone(
     page: Page, live_server, project, support_bot
 ):
@@ -155,28 +171,15 @@ def test_similar_facts_arrive_after_the_page_and_leave_a_reviewers_edit_alone(
     FactFactory.create(
         project=project, principal=write.principal, statement="Prefers aisle seats on long flights"
     )
-    held: list[Route] = []
     # The similar facts are held back until the reviewer has typed, as on a slow day.
-    page.route("**/reviews/similar?*", lambda route: held.append(route))
-
-    page.goto(f"{live_server.url}/login/?next=/reviews/")
-    page.fill("#id_username", "riley")
-    page.fill("#id_password", PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    expect(page.get_by_role("heading", name="Review queue")).to_be_visible()
-    page.wait_for_function("() => document.querySelectorAll('[data-similar-pending]').length === 2")
-    for _ in range(50):
-        if held:
-            break
-        page.wait_for_timeout(100)
-    assert len(held) == 1, "the page asks once for the similar facts of all its writes"
-    assert f"write={write.pk}" in held[0].request.url and f"write={other.pk}" in held[0].request.url
+    held = open_queue_holding_similar_facts(page, live_server)
+    assert f"write={write.pk}" in held.request.url and f"write={other.pk}" in held.request.url
 
     item = page.locator(f"#write-{write.pk}")
     item.locator("textarea[name=reason]").fill("Checked with the customer")
     item.get_by_text("Edit before approving").click()
     item.locator("textarea[name=statement]").fill("Prefers window seats on flights over four hours")
-    held[0].continue_()
+    held.continue_()
 
     expect(item.locator(".similar")).to_contain_text("Prefers aisle seats on long flights")
     expect(page.locator("[data-similar-pending]")).to_have_count(0)
@@ -213,26 +216,16 @@ def test_a_card_decided_before_its_similar_facts_arrive_leaves_no_error_behind(
     errors: list[str] = []
     page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
     page.on("pageerror", lambda error: errors.append(str(error)))
-    held: list[Route] = []
-    page.route("**/reviews/similar?*", lambda route: held.append(route))
-
-    log_in(page, live_server, "riley", "/reviews/")
-    expect(page.get_by_role("heading", name="Review queue")).to_be_visible()
-    page.wait_for_function("() => document.querySelectorAll('[data-similar-pending]').length === 2")
-    for _ in range(50):
-        if held:
-            break
-        page.wait_for_timeout(100)
-    assert len(held) == 1
+    held = open_queue_holding_similar_facts(page, live_server)
     # The server answers while both are pending; the answer reaches the page after a decision.
-    answer = held[0].fetch()
+    answer = held.fetch()
 
     decided = page.locator(f"#write-{second.pk}")
     decided.locator("textarea[name=reason]").fill("Not worth keeping")
     decided.get_by_role("button", name="Reject", exact=True).click()
     expect(decided).to_contain_text("rejected by riley")
     expect(page.locator(f"#similar-{second.pk}")).to_have_count(0)
-    held[0].fulfill(response=answer)
+    held.fulfill(response=answer)
 
     # The card still open gets its similar facts; the decided one stays as it was.
     expect(page.locator(f"#write-{first.pk} .similar")).to_contain_text("Prefers aisle seats on long flights")

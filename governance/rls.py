@@ -30,6 +30,8 @@ from typing import Any
 
 from psycopg.pq import TransactionStatus
 
+from governance.prepared import NAME_PREFIX as PREPARED_NAME_PREFIX
+
 SETTING = "memoryadmin.projects"
 EVERY_PROJECT = "all"
 # The tables under a policy; a statement that names none of them cannot read them.
@@ -37,7 +39,9 @@ TABLES = ("governance_fact", "governance_write", "governance_retrievalevent", "g
 # SECURITY DEFINER functions that read those tables as their owner and make the
 # policies' check themselves (search, migration 0035; the events naming a fact,
 # 0036): a statement calling one needs the setting as much as one naming a table.
-SCOPED = (*TABLES, "governance_search_", "governance_events_with_")
+# The retrieval's prepared statements (governance.prepared) are run by name:
+# ``EXECUTE governance_prepared_...`` names no table but reads them.
+SCOPED = (*TABLES, "governance_search_", "governance_events_with_", PREPARED_NAME_PREFIX)
 
 
 class ProjectScope:
@@ -103,7 +107,12 @@ def every_project() -> contextlib.AbstractContextManager[ProjectScope]:
 
 # Statements that read or change rows; DDL (migrations' CREATE INDEX
 # CONCURRENTLY, which cannot run in a transaction) is left alone.
-_ROW_STATEMENTS = frozenset({"SELECT", "INSERT", "UPDATE", "DELETE", "WITH", "MERGE", "DECLARE", "COPY"})
+# EXECUTE, with PREPARE or DEALLOCATE in front of it on a first use
+# (governance.prepared), runs a prepared read.
+_PREPARED_READS = frozenset({"EXECUTE", "PREPARE", "DEALLOCATE"})
+_ROW_STATEMENTS = frozenset(
+    {"SELECT", "INSERT", "UPDATE", "DELETE", "WITH", "MERGE", "DECLARE", "COPY", *_PREPARED_READS}
+)
 
 
 def _reads_or_writes_a_table(sql: str) -> bool:
@@ -182,7 +191,7 @@ def _prefixed(
     return result
 
 
-_PREFIXABLE = frozenset({"SELECT", "INSERT", "UPDATE", "DELETE", "WITH"})
+_PREFIXABLE = frozenset({"SELECT", "INSERT", "UPDATE", "DELETE", "WITH", *_PREPARED_READS})
 
 
 def _may_prefix(sql: str, params: Any, many: bool, context: dict[str, Any]) -> bool:

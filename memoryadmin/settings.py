@@ -247,10 +247,15 @@ DATABASE_REPLICA_RETRY_SECONDS = env_int("DATABASE_REPLICA_RETRY_SECONDS", 30)
 # Behind PgBouncer in transaction mode (docs/operations.md, "Behind PgBouncer"):
 # a server-side cursor outside a transaction is WITH HOLD and outlives the
 # transaction PgBouncer lends, so .iterator() must fetch client-side. Django
-# already leaves psycopg's prepared statements off (prepare_threshold None).
-if env_bool("DATABASE_PGBOUNCER"):
+# already leaves psycopg's prepared statements off (prepare_threshold None),
+# and governance.prepared prepares nothing on such a connection.
+DATABASE_PGBOUNCER = env_bool("DATABASE_PGBOUNCER")
+if DATABASE_PGBOUNCER:
     for _alias in DATABASES.values():
         _alias["DISABLE_SERVER_SIDE_CURSORS"] = True
+# The retrieval's header and candidate read as prepared statements, planned
+# once per connection (governance/prepared.py); off behind PgBouncer.
+DATABASE_PREPARED_STATEMENTS = env_bool("DATABASE_PREPARED_STATEMENTS", not DATABASE_PGBOUNCER)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

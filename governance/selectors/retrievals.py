@@ -15,7 +15,7 @@ import numpy
 from django.db import connection
 from django.db.models import Q, QuerySet
 
-from governance import rls
+from governance import prepared, rls
 from governance.models import (
     Agent,
     CandidateRecord,
@@ -253,6 +253,7 @@ def candidates(
     now: datetime,
     session_start: bool,
     facts_generation: int | None = None,
+    plan_once: bool = True,
 ) -> list[Candidate]:
     """Every candidate of a retrieval (step 3), in one statement.
 
@@ -270,6 +271,9 @@ def candidates(
     transaction: ``retrieval_header``) the project's principal-less facts come
     from the process cache and the statement reads only the principal's; the
     parts are merged as the one statement would have ordered and cut them.
+
+    With ``plan_once`` the statement is a prepared one (``governance.prepared``);
+    without, it is planned for this principal's values (``RetrievalHeader.few_facts``).
     """
     cached = facts_generation is not None
     read_rows = principal is not None or not cached
@@ -296,7 +300,11 @@ def candidates(
             "nearest_limit": _nearest_limit(policy),
         }
         with connection.cursor() as cursor:
-            cursor.execute(candidate_statement(tuple(parts), scope, query_vector is not None), params)
+            statement = candidate_statement(tuple(parts), scope, query_vector is not None)
+            if plan_once:
+                prepared.execute(cursor, statement, params)
+            else:
+                cursor.execute(statement, params)
             rows = cursor.fetchall()
         if len(parts) > 1:
             # A UNION ALL promises no order across its parts; the caller's order is the parts' order.
@@ -475,6 +483,9 @@ class RetrievalHeader:
     # under this key and its facts in scope, as ``cached_block`` reads them.
     block: tuple[SessionBlock | None, list[Candidate]] | None = None
     newest_read: bool = True
+    # Whether the principal has at most PREPARED_CANDIDATES_UP_TO facts (or is
+    # new): ``candidates(plan_once=...)``.
+    few_facts: bool = True
 
     @property
     def last_interaction(self) -> datetime | None:
@@ -521,15 +532,27 @@ _NEWEST_FROM = (
     " AND f.status = 'active'"
 )
 _NEWEST = "SELECT MAX(f.last_verified_at) " + _NEWEST_FROM.format(project="%s", principal="%s")
+# The candidate read is a prepared statement (governance.prepared), and
+# PostgreSQL soon keeps one generic plan for it. That plan is as fast as a
+# custom one for a principal of up to about a thousand facts, and up to twice
+# as slow past it (index scans in index order over thousands of rows where a
+# custom plan scans the heap in its order; docs/performance.md, "Prepared
+# statements"). So the header says, counting at most that many index entries,
+# whether the principal's candidates may be read with the prepared statement.
+PREPARED_CANDIDATES_UP_TO = 1000
+_FEW_FACTS = (
+    f"(SELECT count(*) <= {PREPARED_CANDIDATES_UP_TO} FROM (SELECT FROM governance_fact f"
+    f" WHERE f.project_id = x.project_id AND f.principal_id = p.id LIMIT {PREPARED_CANDIDATES_UP_TO + 1}) n)"
+)
 _HEADER = f"""
 SELECT COALESCE(g.generation, 0), p.id, p.created_at, p.last_seen_at, {{newest}},
        (SELECT array_agg(ARRAY[w.fact_id, w.conflicts_with_id, (w.status = 'pending_review')::int])
-         {_RULINGS_FROM.format(project="x.project_id", principal="p.id")}){{columns}}
+         {_RULINGS_FROM.format(project="x.project_id", principal="p.id")}), {_FEW_FACTS}{{columns}}
   FROM (SELECT %(project)s::bigint AS project_id) x
   LEFT JOIN governance_projectfactsgeneration g ON g.project_id = x.project_id
   LEFT JOIN governance_principal p ON p.project_id = x.project_id AND p.external_id = %(external_id)s{{joins}}
 """
-_HEADER_WIDTH = 6
+_HEADER_WIDTH = 7
 
 # The session the retrieval names, locked as ``open_session(lock=True)`` locks it:
 # a locking clause in a sub-select locks that sub-select's rows.
@@ -664,9 +687,9 @@ def retrieval_header(
         assert block_key is not None
         params.update(identity_verified=block_key[0], version=block_key[1].pk)
     with connection.cursor() as cursor:
-        cursor.execute(header_statement(with_session, ended_sessions, with_block), params)
+        prepared.execute(cursor, header_statement(with_session, ended_sessions, with_block), params)
         rows = cursor.fetchall()
-    generation, principal_id, created_at, last_seen_at, newest, rulings = rows[0][:_HEADER_WIDTH]
+    generation, principal_id, created_at, last_seen_at, newest, rulings, few_facts = rows[0][:_HEADER_WIDTH]
     principal = None
     if principal_id is not None:
         assert external_id is not None
@@ -706,6 +729,7 @@ def retrieval_header(
         ended_sessions=ended,
         block=block,
         newest_read=not with_block,
+        few_facts=bool(few_facts),
     )
 
 

@@ -176,6 +176,7 @@ def _decide(
             now=now,
             session_start=session_start,
             facts_generation=header.facts_generation,
+            plan_once=header.few_facts,
         )
 
     if session is not None and request.round > 1:

@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 from django.db import connections
+from django.test.utils import CaptureQueriesContext
 
 from memoryadmin import embedded_db
 
@@ -51,6 +52,7 @@ DRIVER_STATE = re.compile(r"\b(prepare_threshold|server_side_binding|withhold)\b
 # (file, how the string starts): why it is harmless behind PgBouncer.
 ALLOWED: dict[tuple[str, str], str] = {
     ("governance/services/erasure.py", "SET statement = ''"): "the SET clause of an UPDATE, joined on later",
+    ("governance/prepared.py", "DEALLOCATE ALL; "): "prepares nothing behind PgBouncer (prepared.enabled)",
 }
 
 
@@ -226,8 +228,11 @@ def test_a_write_and_a_retrieval_through_pgbouncer_in_transaction_mode(pgbouncer
         assert (default.connection.info.host, default.connection.info.port) == ("127.0.0.1", pgbouncer)
         written = bot.write("I prefer aisle seats.", ref="chat:bouncer")
         assert written["status"] == "active", written
-        context = bot.retrieve("s-bouncer")["context"]
+        with CaptureQueriesContext(default) as seen:
+            context = bot.retrieve("s-bouncer")["context"]
         assert "aisle seats" in context
+        # Nothing prepared on a server connection another client's transaction gets next.
+        assert not [q["sql"] for q in seen.captured_queries if "prepared" in q["sql"]]
     finally:
         default.close()
         del default.get_connection_params

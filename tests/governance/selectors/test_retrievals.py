@@ -426,3 +426,36 @@ def test_a_policy_without_per_round_kinds_reads_them_all_as_static_memory(
     for name in ("profile", "project", "near", "far"):
         assert facts[name].pk in static, name
     assert len(found) == len({c.fact_id for c in found})
+
+
+def test_the_header_says_whether_the_principal_has_few_enough_facts_for_one_plan(project: Project) -> None:
+    limit = selectors.PREPARED_CANDIDATES_UP_TO
+    dora = PrincipalFactory(project=project, external_id="dora")
+    Fact.objects.bulk_create(
+        FactFactory.build(project=project, principal=dora, statement=f"Dora note {n}") for n in range(limit)
+    )
+    assert selectors.retrieval_header(project, "dora").few_facts
+    FactFactory(project=project, principal=dora, status="superseded", statement="one more, of any status")
+    assert not selectors.retrieval_header(project, "dora").few_facts
+    # Nobody of that name yet: nothing to read.
+    assert selectors.retrieval_header(project, "erin").few_facts
+
+
+def test_the_candidate_read_gives_the_same_rows_prepared_or_planned_for_its_values(
+    project: Project, people: dict[str, Any]
+) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    alice, now = people["alice"], people["now"]
+    found = {}
+    for plan_once in (False, True, True):
+        with CaptureQueriesContext(connection) as seen:
+            read = selectors.candidates(
+                project, alice, None, POLICY, unit(0), now=now, session_start=True, plan_once=plan_once
+            )
+        (sql,) = [q["sql"] for q in seen.captured_queries]
+        assert ("EXECUTE governance_prepared_" in sql) == plan_once, sql
+        found.setdefault(plan_once, []).append(read)
+    assert found[False][0] == found[True][0] == found[True][1]
+    assert {c.fact_id for c in found[True][0]} >= {people["facts"]["profile"].pk, people["facts"]["near"].pk}

@@ -21,9 +21,11 @@ class Session(models.Model):
     """
 
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="sessions")
-    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="sessions")
+    # No index of their own: session_external_id_unique and session_principal_idx
+    # start with them (migration 0042).
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="sessions", db_index=False)
     principal = models.ForeignKey(
-        Principal, on_delete=models.PROTECT, null=True, blank=True, related_name="sessions"
+        Principal, on_delete=models.PROTECT, null=True, blank=True, related_name="sessions", db_index=False
     )
     external_id = models.CharField(max_length=200)
     started_at = models.DateTimeField(default=timezone.now)
@@ -64,7 +66,8 @@ class SessionBlock(models.Model):
     keep the exact text that was returned (R14).
     """
 
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="blocks")
+    # No index of its own: session_block_key_unique starts with it (migration 0042).
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="blocks", db_index=False)
     principal = models.ForeignKey(
         Principal, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
     )

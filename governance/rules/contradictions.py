@@ -868,9 +868,13 @@ DIRECT_SOURCES = frozenset({"user_statement", "config", "reviewer"})
 _NOT_COMPARED_KINDS = frozenset({"slot", "summary"})
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Statement:
-    """What retrieval knows about an active fact, for comparing it with the others."""
+    """What retrieval knows about an active fact, for comparing it with the others.
+
+    Made for every active candidate of a first round: slotted rather than
+    frozen, as rules.retrieval.Candidate is (its comment says why).
+    """
 
     fact_id: int
     statement: str

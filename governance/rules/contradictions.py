@@ -594,8 +594,11 @@ def _claims_from_values(
 
 
 def _language_claims(clause: str, *, cue_free: bool = False) -> list[Claim]:
+    # The cue first, as in ``_pref_claims``.
+    if not (cue_free or _LANG_CUE.search(clause)):
+        return []
     values = _language_values(clause)
-    if not values or not (cue_free or _LANG_CUE.search(clause)):
+    if not values:
         return []
     # A language named with a version is about that product's version, unless a cue also says it is used.
     names = [clause[pos : pos + len(v)] for v, pos in values]
@@ -682,13 +685,11 @@ def _region_claims(clause: str) -> list[Claim]:
 
 
 def _timezone_claims(clause: str, *, cue_free: bool = False) -> list[Claim]:
-    values = []
-    for m in _TZ.finditer(clause):
-        raw = m.group("tz")
-        strong = "/" in raw or any(ch.isdigit() for ch in raw)
-        if strong or cue_free or _TZ_CUE.search(clause):
-            values.append((re.sub(r"\s+", "", raw).casefold(), m.start()))
-    if not values or not (cue_free or _TZ_CUE.search(clause)):
+    # Without a cue nothing is claimed, however strong a value: the cue first, as in ``_pref_claims``.
+    if not (cue_free or _TZ_CUE.search(clause)):
+        return []
+    values = [(re.sub(r"\s+", "", m.group("tz")).casefold(), m.start()) for m in _TZ.finditer(clause)]
+    if not values:
         return []
     return _claims_from_values("timezone", clause, values)
 
@@ -702,8 +703,12 @@ def _pref_claims(
     *,
     cue_free: bool = False,
 ) -> list[Claim]:
+    # The cue first: a few words against a vocabulary's every spelling, and most
+    # clauses name no preference at all (the answer is the same in either order).
+    if not (cue_free or cue.search(clause)):
+        return []
     values = _vocab_values(pattern, vocab, clause)
-    if not values or not (cue_free or cue.search(clause)):
+    if not values:
         return []
     return _claims_from_values(attribute, clause, values)
 

@@ -617,8 +617,8 @@ def _version_claims(clause: str) -> list[Claim]:
     return out
 
 
-def _residence_claims(clause: str) -> list[Claim]:
-    if _FUTURE.search(clause) and not re.search(r"\b(?:moved|relocated)\b", clause, re.IGNORECASE):
+def _residence_claims(clause: str, *, future: bool) -> list[Claim]:
+    if future and not re.search(r"\b(?:moved|relocated)\b", clause, re.IGNORECASE):
         return []
     out: list[Claim] = []
     for m in _RESIDENCE.finditer(clause):
@@ -640,8 +640,8 @@ def _residence_claims(clause: str) -> list[Claim]:
     return out
 
 
-def _employer_claims(clause: str) -> list[Claim]:
-    if _FUTURE.search(clause):
+def _employer_claims(clause: str, *, future: bool) -> list[Claim]:
+    if future:
         return []
     out: list[Claim] = []
     for m in _EMPLOYER.finditer(clause):
@@ -662,8 +662,8 @@ def _employer_claims(clause: str) -> list[Claim]:
     return out
 
 
-def _role_claims(clause: str) -> list[Claim]:
-    if _FUTURE.search(clause):
+def _role_claims(clause: str, *, future: bool) -> list[Claim]:
+    if future:
         return []
     out: list[Claim] = []
     for m in _ROLE.finditer(clause):
@@ -714,12 +714,14 @@ def _pref_claims(
 
 
 def _clause_claims(clause: str) -> list[Claim]:
+    # Whether the clause speaks of the future (a plan is not a fact), read once for the three that ask.
+    future = _FUTURE.search(clause) is not None
     claims: list[Claim] = []
     claims += _version_claims(clause)
     claims += _language_claims(clause)
-    claims += _residence_claims(clause)
-    claims += _employer_claims(clause)
-    claims += _role_claims(clause)
+    claims += _residence_claims(clause, future=future)
+    claims += _employer_claims(clause, future=future)
+    claims += _role_claims(clause, future=future)
     claims += _region_claims(clause)
     claims += _timezone_claims(clause)
     claims += _pref_claims("editor", _EDITOR_RE, EDITORS, _PREF_CUE, clause)

@@ -78,7 +78,7 @@ _DAY = timedelta(days=1)
 # Candidate and Decision are built once per candidate of every round (hundreds
 # for a large principal's first round, thousands for the largest): plain slotted
 # dataclasses, as a frozen one sets each field through object.__setattr__ and
-# cost three to four times as much to make. Nothing changes one once made: the
+# costs three to four times as much to make. Nothing changes one once made: the
 # rules make new ones (``dataclasses.replace``).
 @dataclass(slots=True)
 class Candidate:

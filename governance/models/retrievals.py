@@ -13,7 +13,6 @@ from django.db.models import Q
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from psycopg.types.json import Jsonb
-from psycopg.types.numeric import Int8
 
 from governance.models.facts import Fact
 from governance.models.history import append_only
@@ -68,6 +67,22 @@ class CandidateRecord:
         return "selected" if self.reason is None else "excluded"
 
 
+class SixPlaces(dict[float, float]):
+    """A score as stored: to six places, each distinct value rounded once.
+
+    One is kept for the candidates of one event: their freshness depends on
+    the age alone and their confidence on the authority and confidence state,
+    so a large principal's round repeats a few values hundreds of times.
+    Equal numbers round alike (``-0.0`` and ``0.0`` both store ``0.0``), so
+    looking one up by value gives what rounding it again would.
+    """
+
+    def __missing__(self, value: float) -> float:
+        # + 0.0 turns -0.0 into 0.0, which reads back from jsonb the same (the seal covers these).
+        rounded = self[value] = round(float(value), 6) + 0.0
+        return rounded
+
+
 def encode_candidate(
     fact_id: int,
     decision: str,
@@ -78,16 +93,19 @@ def encode_candidate(
     per_round: bool,
     tokens: int,
     scores: dict[str, float],
+    *,
+    six_places: SixPlaces | None = None,
 ) -> list[Any]:
     """The stored form of one candidate (CandidateRecord's docstring); scores to six places.
 
     What the old table's check constraint held, held here: a selected candidate
-    has no reason, an excluded one has one from R14's vocabulary.
+    has no reason, an excluded one has one from R14's vocabulary. The
+    candidates of one event share one ``six_places``.
     """
     if not ((decision == "selected" and reason is None) or (decision == "excluded" and reason in REASONS)):
         raise ValueError(f"A candidate {decision!r} with reason {reason!r} cannot be recorded.")
     get = scores.get
-    # + 0.0 turns -0.0 into 0.0, which reads back from jsonb the same (the seal covers these).
+    rounded = SixPlaces() if six_places is None else six_places
     # Written out for SCORE_KEYS (checked below): a large principal's round encodes thousands.
     return [
         fact_id,
@@ -97,10 +115,10 @@ def encode_candidate(
         age_days,
         1 if per_round else 0,
         tokens,
-        round(float(get("relevance", 0.0)), 6) + 0.0,
-        round(float(get("freshness", 0.0)), 6) + 0.0,
-        round(float(get("confidence", 0.0)), 6) + 0.0,
-        round(float(get("total", 0.0)), 6) + 0.0,
+        rounded[get("relevance", 0.0)],
+        rounded[get("freshness", 0.0)],
+        rounded[get("confidence", 0.0)],
+        rounded[get("total", 0.0)],
     ]
 
 
@@ -144,17 +162,18 @@ class CandidateDataField(models.JSONField):
 
 
 class FactIdsField(ArrayField):
-    """bigint[] of fact ids: a list of ints is typed for the database in one step.
+    """bigint[] of fact ids: a list of ints is sent as the array's text, made in one step.
 
     ArrayField converts each element through its base field (~4 microseconds
-    each: ~10 ms for the ~2,500 candidates of a large principal's first round)
-    to end with what this sends: each id as psycopg's bigint.
-    Migrations see a plain ArrayField.
+    each: ~10 ms for the ~2,500 candidates of a large principal's first round),
+    and psycopg then dumps the list element by element. An INSERT's placeholder
+    for the column casts to its type (``%s::bigint[]``), so the text ``{1,2,3}``
+    stores the same array. Migrations see a plain ArrayField.
     """
 
     def get_db_prep_value(self, value: Any, connection: Any, prepared: bool = False) -> Any:
         if type(value) is list and all(type(v) is int for v in value):
-            return list(map(Int8, value))
+            return "{" + ",".join(map(str, value)) + "}"
         return super().get_db_prep_value(value, connection, prepared)
 
     def deconstruct(self) -> Any:

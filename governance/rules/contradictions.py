@@ -594,8 +594,11 @@ def _claims_from_values(
 
 
 def _language_claims(clause: str, *, cue_free: bool = False) -> list[Claim]:
+    # The cue first, as in ``_pref_claims``.
+    if not (cue_free or _LANG_CUE.search(clause)):
+        return []
     values = _language_values(clause)
-    if not values or not (cue_free or _LANG_CUE.search(clause)):
+    if not values:
         return []
     # A language named with a version is about that product's version, unless a cue also says it is used.
     names = [clause[pos : pos + len(v)] for v, pos in values]
@@ -614,8 +617,8 @@ def _version_claims(clause: str) -> list[Claim]:
     return out
 
 
-def _residence_claims(clause: str) -> list[Claim]:
-    if _FUTURE.search(clause) and not re.search(r"\b(?:moved|relocated)\b", clause, re.IGNORECASE):
+def _residence_claims(clause: str, *, future: bool) -> list[Claim]:
+    if future and not re.search(r"\b(?:moved|relocated)\b", clause, re.IGNORECASE):
         return []
     out: list[Claim] = []
     for m in _RESIDENCE.finditer(clause):
@@ -637,8 +640,8 @@ def _residence_claims(clause: str) -> list[Claim]:
     return out
 
 
-def _employer_claims(clause: str) -> list[Claim]:
-    if _FUTURE.search(clause):
+def _employer_claims(clause: str, *, future: bool) -> list[Claim]:
+    if future:
         return []
     out: list[Claim] = []
     for m in _EMPLOYER.finditer(clause):
@@ -659,8 +662,8 @@ def _employer_claims(clause: str) -> list[Claim]:
     return out
 
 
-def _role_claims(clause: str) -> list[Claim]:
-    if _FUTURE.search(clause):
+def _role_claims(clause: str, *, future: bool) -> list[Claim]:
+    if future:
         return []
     out: list[Claim] = []
     for m in _ROLE.finditer(clause):
@@ -682,13 +685,11 @@ def _region_claims(clause: str) -> list[Claim]:
 
 
 def _timezone_claims(clause: str, *, cue_free: bool = False) -> list[Claim]:
-    values = []
-    for m in _TZ.finditer(clause):
-        raw = m.group("tz")
-        strong = "/" in raw or any(ch.isdigit() for ch in raw)
-        if strong or cue_free or _TZ_CUE.search(clause):
-            values.append((re.sub(r"\s+", "", raw).casefold(), m.start()))
-    if not values or not (cue_free or _TZ_CUE.search(clause)):
+    # Without a cue nothing is claimed, however strong a value: the cue first, as in ``_pref_claims``.
+    if not (cue_free or _TZ_CUE.search(clause)):
+        return []
+    values = [(re.sub(r"\s+", "", m.group("tz")).casefold(), m.start()) for m in _TZ.finditer(clause)]
+    if not values:
         return []
     return _claims_from_values("timezone", clause, values)
 
@@ -702,19 +703,25 @@ def _pref_claims(
     *,
     cue_free: bool = False,
 ) -> list[Claim]:
+    # The cue first: a few words against a vocabulary's every spelling, and most
+    # clauses name no preference at all (the answer is the same in either order).
+    if not (cue_free or cue.search(clause)):
+        return []
     values = _vocab_values(pattern, vocab, clause)
-    if not values or not (cue_free or cue.search(clause)):
+    if not values:
         return []
     return _claims_from_values(attribute, clause, values)
 
 
 def _clause_claims(clause: str) -> list[Claim]:
+    # Whether the clause speaks of the future (a plan is not a fact), read once for the three that ask.
+    future = _FUTURE.search(clause) is not None
     claims: list[Claim] = []
     claims += _version_claims(clause)
     claims += _language_claims(clause)
-    claims += _residence_claims(clause)
-    claims += _employer_claims(clause)
-    claims += _role_claims(clause)
+    claims += _residence_claims(clause, future=future)
+    claims += _employer_claims(clause, future=future)
+    claims += _role_claims(clause, future=future)
     claims += _region_claims(clause)
     claims += _timezone_claims(clause)
     claims += _pref_claims("editor", _EDITOR_RE, EDITORS, _PREF_CUE, clause)
@@ -868,9 +875,13 @@ DIRECT_SOURCES = frozenset({"user_statement", "config", "reviewer"})
 _NOT_COMPARED_KINDS = frozenset({"slot", "summary"})
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Statement:
-    """What retrieval knows about an active fact, for comparing it with the others."""
+    """What retrieval knows about an active fact, for comparing it with the others.
+
+    Made for every active candidate of a first round: slotted rather than
+    frozen, as rules.retrieval.Candidate is (its comment says why).
+    """
 
     fact_id: int
     statement: str

@@ -20,7 +20,7 @@ from governance.models import (
     Session,
     SessionBlock,
 )
-from governance.models.retrievals import encode_candidate
+from governance.models.retrievals import SixPlaces, encode_candidate
 from governance.rules import retrieval as rules
 from governance.rules.provenance import REF_MAX_CHARS
 from governance.rules.rendering import ResumeHint, single_line
@@ -325,6 +325,7 @@ def _record(
     rank = {item.fact_id: position for position, item in enumerate(result.selected, start=1)}
     # The candidates travel in the event's own row (one INSERT, no row per candidate),
     # encoded to JSON once for the seal and the INSERT.
+    six_places = SixPlaces()
     candidate_data = EncodedCandidates(
         encode_candidate(
             d.fact_id,
@@ -336,6 +337,7 @@ def _record(
             d.per_round,
             d.tokens,
             d.scores,
+            six_places=six_places,
         )
         for d in result.decisions
     )
@@ -344,6 +346,8 @@ def _record(
     seal = checkpoints.seal_retrieval(
         agent.project_id, agent.pk, created_at, request.query, plan.context, candidate_data
     )
+    # Only the selected rows are sorted by rank (a stable sort keeps their order).
+    selected = sorted((row for row in candidate_data if row[1] is None), key=_rank_order)
     event = RetrievalEvent(
         project=agent.project,
         agent=agent,
@@ -367,7 +371,7 @@ def _record(
         context_seal=seal,
         candidate_data=candidate_data,
         candidate_fact_ids=[d.fact_id for d in result.decisions],
-        selected_fact_ids=[row[0] for row in sorted(candidate_data, key=_rank_order) if row[1] is None],
+        selected_fact_ids=[row[0] for row in selected],
     )
     together: list[statements.Statement] = []
     if block is not None:

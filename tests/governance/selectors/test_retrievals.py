@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
@@ -272,7 +273,7 @@ def test_cached_project_facts_give_the_candidates_the_one_statement_gives(
         assert [c.fact_id for c in cached] == [c.fact_id for c in plain]
         for a, b in zip(cached, plain, strict=True):
             assert a.relevance == pytest.approx(b.relevance, abs=1e-6)
-            assert a == type(a)(**{**vars(b), "relevance": a.relevance})
+            assert a == replace(b, relevance=a.relevance)
 
 
 def test_the_cache_reads_the_project_facts_once_per_generation(

@@ -449,7 +449,7 @@ def test_the_candidate_read_gives_the_same_rows_prepared_or_planned_for_its_valu
     from django.test.utils import CaptureQueriesContext
 
     alice, now = people["alice"], people["now"]
-    found = {}
+    found: dict[bool, list[list[Any]]] = {}
     for plan_once in (False, True, True):
         with CaptureQueriesContext(connection) as seen:
             read = selectors.candidates(

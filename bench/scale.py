@@ -608,11 +608,11 @@ def measure_embedding(n: int) -> dict[str, Any]:
 
 
 def explain_round1(agent: Any, person: str) -> str:
-    """EXPLAIN ANALYZE of every SELECT one round-1 retrieval sends for this principal."""
+    """EXPLAIN ANALYZE of every read of facts one round-1 retrieval sends for this principal."""
     from django.db import connection, transaction
     from django.test.utils import CaptureQueriesContext
 
-    from governance import rls
+    from governance import prepared, rls
     from governance.services import retrievals as service
 
     with CaptureQueriesContext(connection) as captured:
@@ -626,7 +626,11 @@ def explain_round1(agent: Any, person: str) -> str:
         # The row-level-security setting travels in front of a statement in the
         # same string (governance/rls.py); EXPLAIN the statement, not the setting.
         sql = re.sub(r"^SELECT set_config\([^;]*\);\s*", "", sql)
-        if sql.lstrip("( ").upper().startswith("SELECT") and "governance_fact" in sql:
+        # A read prepared on this connection (governance/prepared.py) is explained
+        # as it ran: EXECUTE with its values, under its generic or custom plan.
+        sql = re.sub(r"^(DEALLOCATE ALL; )?PREPARE \S+ AS .*?; (?=EXECUTE )", "", sql, flags=re.S)
+        prepared_read = sql.startswith(f"EXECUTE {prepared.NAME_PREFIX}")
+        if prepared_read or (sql.lstrip("( ").upper().startswith("SELECT") and "governance_fact" in sql):
             # Under the agent's project scope, as the retrieval ran it: without one,
             # row-level security leaves no rows and the plan shows nothing of the work.
             # Set by hand: governance.rls applies a scope only to the statements it

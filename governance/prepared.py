@@ -10,10 +10,7 @@ like any statement: the row-level-security wrapper still sets the project
 scope in front of it (the names start with ``NAME_PREFIX``, which
 ``rls.SCOPED`` lists), the statement is logged and counted once, and errors
 are Django's. After five executions PostgreSQL keeps a generic plan when it
-is no costlier than the custom ones, and planning drops out. A statement is
-prepared again once it is PLAN_MAX_AGE_SECONDS old, so that its generic plan
-follows tables that grow (one made while a table was nearly empty reads it
-whole).
+is no costlier than the custom ones, and planning drops out.
 
 A prepared statement belongs to the server session, so this is off where a
 connection is not one session: behind PgBouncer in transaction mode
@@ -34,7 +31,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-import time
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -109,17 +105,9 @@ def compile_statement(sql: str) -> Statement:
     )
 
 
-# How long a prepared statement is kept before it is prepared again. A generic
-# plan is made from the tables as they were at the time: one made while a
-# table was small (sessions and start blocks on a new database) scans it
-# whole, and stays so until an ANALYZE invalidates it. Re-preparing now and
-# then lets the plan follow the tables; it costs a few custom plans a minute.
-PLAN_MAX_AGE_SECONDS = 60.0
-
-# Per raw psycopg connection: when each name was prepared on it (a monotonic
-# clock), or None when an error left that unknown. A new connection (Django
-# reconnecting) starts empty.
-_prepared: weakref.WeakKeyDictionary[Any, dict[str, float] | None] = weakref.WeakKeyDictionary()
+# Per raw psycopg connection: the names prepared on it, or None when an error
+# left that unknown. A new connection (Django reconnecting) starts empty.
+_prepared: weakref.WeakKeyDictionary[Any, set[str] | None] = weakref.WeakKeyDictionary()
 
 
 def enabled(connection: Any) -> bool:
@@ -145,29 +133,20 @@ def execute(cursor: Any, sql: str, params: Mapping[str, Any] | Sequence[Any]) ->
         return
     statement = compile_statement(sql)
     raw = connection.connection
-    known = _prepared.get(raw, {})
-    names = {} if known is None else known
-    now = time.monotonic()
-    prepared_at = names.get(statement.name)
-    if prepared_at is not None and now - prepared_at < PLAN_MAX_AGE_SECONDS:
+    known = _prepared.get(raw, set())
+    names = set() if known is None else known
+    if statement.name in names:
         text = statement.call()
-    elif prepared_at is None and len(names) >= MAX_PER_CONNECTION:
+    elif len(names) >= MAX_PER_CONNECTION:
         cursor.execute(sql, params)
         return
     else:
         # After an error, what is prepared is unknown: start again from nothing.
-        # A statement prepared too long ago goes first, to be planned afresh.
-        reset = (
-            "DEALLOCATE ALL; "
-            if known is None
-            else ""
-            if prepared_at is None
-            else f"DEALLOCATE {statement.name}; "
-        )
+        reset = "DEALLOCATE ALL; " if known is None else ""
         # A literal % of the statement is doubled: the string goes with values.
         body = statement.text.replace("%", "%%")
         text = f"{reset}PREPARE {statement.name} AS {body}; {statement.call()}"
-        names[statement.name] = now
+        names.add(statement.name)
     _prepared[raw] = None  # unknown until the string has run
     cursor.execute(text, statement.values(params))
     # The statement's own result is the last one (``rls`` may also have put its setting in front).

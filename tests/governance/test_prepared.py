@@ -134,22 +134,3 @@ def test_past_the_cap_a_statement_is_sent_as_written(
         prepared.execute(cursor, "SELECT %s + 2", [1])
         assert cursor.fetchall() == [(3,)]
     assert [_own(q["sql"]).split()[0] for q in seen.captured_queries] == ["PREPARE", "SELECT"]
-
-
-def test_a_statement_is_prepared_again_once_its_plan_is_old_enough(
-    fresh_connection: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # A generic plan made while a table was nearly empty would scan it whole
-    # for as long as the connection lives; a new PREPARE plans it afresh.
-    sql = "SELECT %s * 2"
-    name = prepared.compile_statement(sql).name
-    with CaptureQueriesContext(connection) as seen, connection.cursor() as cursor:
-        prepared.execute(cursor, sql, [1])
-        prepared.execute(cursor, sql, [2])
-        monkeypatch.setattr(prepared, "PLAN_MAX_AGE_SECONDS", 0.0)
-        prepared.execute(cursor, sql, [3])
-        assert cursor.fetchall() == [(6,)]
-    sent = [_own(q["sql"]) for q in seen.captured_queries]
-    assert sent[0].startswith(f"PREPARE {name} AS ")
-    assert sent[1] == f"EXECUTE {name}(2)"
-    assert sent[2].startswith(f"DEALLOCATE {name}; PREPARE {name} AS ")

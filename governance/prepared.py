@@ -10,7 +10,9 @@ like any statement: the row-level-security wrapper still sets the project
 scope in front of it (the names start with ``NAME_PREFIX``, which
 ``rls.SCOPED`` lists), the statement is logged and counted once, and errors
 are Django's. After five executions PostgreSQL keeps a generic plan when it
-is no costlier than the custom ones, and planning drops out.
+is no costlier than the custom ones, and planning drops out. A statement is
+prepared again as its use on a connection doubles (REPREPARE_FROM), so that
+its generic plan follows tables that grow.
 
 A prepared statement belongs to the server session, so this is off where a
 connection is not one session: behind PgBouncer in transaction mode
@@ -105,9 +107,23 @@ def compile_statement(sql: str) -> Statement:
     )
 
 
-# Per raw psycopg connection: the names prepared on it, or None when an error
-# left that unknown. A new connection (Django reconnecting) starts empty.
-_prepared: weakref.WeakKeyDictionary[Any, set[str] | None] = weakref.WeakKeyDictionary()
+# A statement is prepared again when its uses on a connection reach 64, 128,
+# 256 and so on. A generic plan is made from the tables as they were: one made
+# while a table was nearly empty (sessions and start blocks on a new database)
+# read it whole, so a later round's header went from 1 to 10 ms over its first
+# 200 uses, until an ANALYZE would have invalidated it. Planned again as its
+# use doubles, a plan follows tables that grow with that use, at the cost of
+# a few custom plans each time (docs/performance.md, "Prepared statements").
+REPREPARE_FROM = 64
+
+# Per raw psycopg connection: how often each name has been used since it was
+# prepared on it, or None when an error left that unknown. A new connection
+# (Django reconnecting) starts empty.
+_prepared: weakref.WeakKeyDictionary[Any, dict[str, int] | None] = weakref.WeakKeyDictionary()
+
+
+def _plan_again(uses: int) -> bool:
+    return uses >= REPREPARE_FROM and uses & (uses - 1) == 0
 
 
 def enabled(connection: Any) -> bool:
@@ -133,20 +149,25 @@ def execute(cursor: Any, sql: str, params: Mapping[str, Any] | Sequence[Any]) ->
         return
     statement = compile_statement(sql)
     raw = connection.connection
-    known = _prepared.get(raw, set())
-    names = set() if known is None else known
-    if statement.name in names:
+    known = _prepared.get(raw, {})
+    names = {} if known is None else known
+    uses = names.get(statement.name)
+    if uses is not None and not _plan_again(uses):
         text = statement.call()
-    elif len(names) >= MAX_PER_CONNECTION:
+        names[statement.name] = uses + 1
+    elif uses is None and len(names) >= MAX_PER_CONNECTION:
         cursor.execute(sql, params)
         return
     else:
-        # After an error, what is prepared is unknown: start again from nothing.
-        reset = "DEALLOCATE ALL; " if known is None else ""
+        # After an error, what is prepared is unknown: start again from nothing;
+        # a statement to plan again goes first.
+        reset = (
+            "DEALLOCATE ALL; " if known is None else "" if uses is None else f"DEALLOCATE {statement.name}; "
+        )
         # A literal % of the statement is doubled: the string goes with values.
         body = statement.text.replace("%", "%%")
         text = f"{reset}PREPARE {statement.name} AS {body}; {statement.call()}"
-        names.add(statement.name)
+        names[statement.name] = (uses or 0) + 1
     _prepared[raw] = None  # unknown until the string has run
     cursor.execute(text, statement.values(params))
     # The statement's own result is the last one (``rls`` may also have put its setting in front).

@@ -134,3 +134,28 @@ def test_past_the_cap_a_statement_is_sent_as_written(
         prepared.execute(cursor, "SELECT %s + 2", [1])
         assert cursor.fetchall() == [(3,)]
     assert [_own(q["sql"]).split()[0] for q in seen.captured_queries] == ["PREPARE", "SELECT"]
+
+
+def test_a_statement_is_prepared_again_as_its_use_doubles(
+    fresh_connection: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A generic plan made while a table was nearly empty reads it whole for as
+    # long as it is kept; planned again as its use doubles, it follows the table.
+    monkeypatch.setattr(prepared, "REPREPARE_FROM", 2)
+    sql = "SELECT %s * 2"
+    name = prepared.compile_statement(sql).name
+    with CaptureQueriesContext(connection) as seen, connection.cursor() as cursor:
+        for value in range(1, 10):
+            prepared.execute(cursor, sql, [value])
+            assert cursor.fetchall() == [(value * 2,)]
+    sent = [_own(q["sql"]).split(" AS ")[0] for q in seen.captured_queries]
+    again, once = f"DEALLOCATE {name}; PREPARE {name}", f"EXECUTE {name}"
+    assert sent == [
+        f"PREPARE {name}",
+        f"{once}(2)",
+        again,  # the 3rd use, after 2
+        f"{once}(4)",
+        again,  # after 4
+        *(f"{once}({value})" for value in (6, 7, 8)),
+        again,  # after 8
+    ]

@@ -116,13 +116,14 @@ def compile_statement(sql: str) -> Statement:
 # a few custom plans each time (docs/performance.md, "Prepared statements").
 REPREPARE_FROM = 64
 
-# Per raw psycopg connection: how often each name has been used since it was
-# prepared on it, or None when an error left that unknown. A new connection
-# (Django reconnecting) starts empty.
+# Per raw psycopg connection: how often each name has been used on it (the
+# count goes on through a re-prepare), or None when an error left that
+# unknown. A new connection (Django reconnecting) starts empty.
 _prepared: weakref.WeakKeyDictionary[Any, dict[str, int] | None] = weakref.WeakKeyDictionary()
 
 
 def _plan_again(uses: int) -> bool:
+    """Whether the next use prepares the statement again: at REPREPARE_FROM uses, then each doubling."""
     return uses >= REPREPARE_FROM and uses & (uses - 1) == 0
 
 

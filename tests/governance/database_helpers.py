@@ -56,3 +56,13 @@ def end_session(backend_pid: int) -> None:
     """
     with psycopg.connect(**connection_params(str(connection.settings_dict["USER"])), autocommit=True) as conn:
         conn.execute("SELECT pg_terminate_backend(%s, 5000)", [backend_pid])
+
+
+def plan_without_seqscan(sql: str, params: list[str | int]) -> str:
+    """EXPLAIN of ``sql`` with sequential scans discouraged: whether an index can serve it at all."""
+    from django.db import transaction
+
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("EXPLAIN " + sql, params)
+        return "\n".join(row[0] for row in cursor.fetchall())

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
+
+from tests.governance.database_helpers import plan_without_seqscan
 
 BEFORE = [("governance", "0040_write_held_index")]
 AFTER = [("governance", "0041_fewer_redundant_indexes")]
@@ -14,13 +16,6 @@ def indexes(table: str) -> dict[str, str]:
     with connection.cursor() as cursor:
         cursor.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = %s", [table])
         return dict(cursor.fetchall())
-
-
-def plan(sql: str, params: list[str | int]) -> str:
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute("EXPLAIN " + sql, params)
-        return "\n".join(row[0] for row in cursor.fetchall())
 
 
 @pytest.mark.django_db(transaction=True)
@@ -47,9 +42,9 @@ def test_the_redundant_indexes_go_and_come_back() -> None:
     assert set(after) - set(before) == {"fact_fingerprint_idx", "write_fingerprint_idx"}
     assert after["fact_fingerprint_idx"].endswith("USING btree (fingerprint)")
     # The look-ups the dropped indexes served still find an index.
-    assert "Index" in plan("SELECT 1 FROM governance_fact WHERE fingerprint = %s", ["x"])
-    assert "Index" in plan("SELECT 1 FROM governance_fact WHERE project_id = %s", [1])
-    assert "Index" in plan("SELECT 1 FROM governance_write WHERE agent_id = %s", [1])
+    assert "Index" in plan_without_seqscan("SELECT 1 FROM governance_fact WHERE fingerprint = %s", ["x"])
+    assert "Index" in plan_without_seqscan("SELECT 1 FROM governance_fact WHERE project_id = %s", [1])
+    assert "Index" in plan_without_seqscan("SELECT 1 FROM governance_write WHERE agent_id = %s", [1])
 
     executor = MigrationExecutor(connection)
     executor.migrate(BEFORE)

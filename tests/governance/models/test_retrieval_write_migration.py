@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
+
+from tests.governance.database_helpers import plan_without_seqscan
 
 BEFORE = [("governance", "0041_fewer_redundant_indexes")]
 AFTER = [("governance", "0042_cheaper_retrieval_writes")]
@@ -28,13 +30,6 @@ def indexes() -> dict[str, str]:
             [list(TABLES)],
         )
         return dict(cursor.fetchall())
-
-
-def plan(sql: str) -> str:
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute("EXPLAIN " + sql, [1])
-        return "\n".join(row[0] for row in cursor.fetchall())
 
 
 @pytest.mark.django_db(transaction=True)
@@ -68,7 +63,7 @@ def test_the_indexes_go_and_the_lookups_they_served_keep_an_index() -> None:
         "SELECT 1 FROM governance_session WHERE principal_id = %s",
         "SELECT 1 FROM governance_sessionblock WHERE session_id = %s",
     ):
-        assert "Index" in plan(sql), sql
+        assert "Index" in plan_without_seqscan(sql, [1]), sql
 
     executor = MigrationExecutor(connection)
     executor.migrate(BEFORE)

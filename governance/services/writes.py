@@ -931,8 +931,14 @@ def _submit(
                         ),
                     }
                 )
-        if late_for is not None:
+        if late_for is not None or outcome != "active":
+            # A write behind a newer observation supersedes nothing; nor does one
+            # that a fact it may not replace sent to a reviewer, whatever the
+            # contradicted facts before that one allowed: it waits as a whole,
+            # and approving it decides (R6).
             supersedes = []
+        if outcome != "active":
+            late_for = None
     if corroborated is None and current is not None and outcome != "rejected" and late_for is None:
         incumbent = _incumbent(current)
         if outcome == "active" and supersession_rules.may_supersede(

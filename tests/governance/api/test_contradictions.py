@@ -17,9 +17,9 @@ import pytest
 import yaml
 from django.db import transaction
 
-from governance.models import AuditEntry, Fact, Supersession, Write
+from governance.models import AuditEntry, Fact, Project, Supersession, Write
 from tests.helpers import candidate
-from tests.personas import AgentPersona, token_client
+from tests.personas import AgentPersona, make_agent, token_client
 
 pytestmark = pytest.mark.django_db
 
@@ -75,6 +75,30 @@ def test_hearsay_waits_for_a_reviewer_instead_of_replacing_the_persons_word(
     assert any(f["check"] == "conflict" and "programming language" in f["detail"] for f in guess["findings"])
     assert Write.objects.get(pk=guess["id"]).conflicts_with_id == python["fact"]["id"]
     assert "Python" in support_bot.retrieve()["context"]
+
+
+def test_a_write_that_may_replace_one_contradicted_fact_but_not_another_waits_whole(
+    project: Project, support_bot: AgentPersona, config_bot: AgentPersona
+) -> None:
+    # Two current answers for the way to reach alice: one her own word at
+    # authority 3, which her new word (authority 4) may replace, and one from
+    # configuration at authority 5, which it may not. The write used to
+    # supersede the first and then fail (a 500) activating a fact that was to
+    # wait for review; it now waits for a reviewer as a whole (R6).
+    lenient = make_agent(project, "lenient-bot", auto_approve_min_authority=3)
+    weak = lenient.write("Please contact me by email.", kind="preference", authority=3, age=timedelta(days=2))
+    strong = config_bot.write(
+        "Contact her by email.", kind="preference", source="config", ref="crm@v1", age=timedelta(days=3)
+    )
+    assert (weak["status"], strong["status"]) == ("active", "active")
+
+    new = support_bot.write("I prefer phone calls for contact.", kind="preference", ref="chat:2")
+
+    assert (new["status"], new["fact"]["status"], new["supersedes"]) == ("pending_review", "pending_review", [])
+    assert any(f["check"] == "conflict" for f in new["findings"])
+    assert not Supersession.objects.filter(new_fact_id=new["fact"]["id"]).exists()
+    assert Fact.objects.get(pk=weak["fact"]["id"]).status == "active"
+    assert Fact.objects.get(pk=strong["fact"]["id"]).status == "active"
 
 
 def test_approving_the_held_write_replaces_the_old_value(support_bot: AgentPersona, reviewer: Any) -> None:

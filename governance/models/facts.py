@@ -98,7 +98,9 @@ def _in(field: str, choices: type[models.TextChoices]) -> Q:
 
 # summary_source stays out of history: it never changes after the summary is
 # written, and withdrawal (R8) then has one copy of it to erase, not many.
-@tracked(exclude=["embedding", "summary_source"], erasable=True)
+# meaning_check_pending stays out of history too: it only says that a background
+# task still owes the guard's second look, and clears with the embedding.
+@tracked(exclude=["embedding", "summary_source", "meaning_check_pending"], erasable=True)
 class Fact(models.Model):
     # No index of its own: every index of the table that a project's reads use
     # starts with the project (migration 0041).
@@ -132,6 +134,12 @@ class Fact(models.Model):
     status_changed_at = models.DateTimeField(default=timezone.now)
     embedding = EmbeddingField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
     embedded_at = models.DateTimeField(null=True, blank=True)
+    # The write guard's meaning model has not read this statement yet: it was plain
+    # (rules/guard_plain.py), so the write was answered on the patterns alone and the
+    # model reads it once the embedding task has its vector (R5; services/writes.py,
+    # complete_meaning_checks). A database default, so a row inserted by other means
+    # (a bulk copy) owes nothing.
+    meaning_check_pending = models.BooleanField(default=False, db_default=False)
     token_count = models.PositiveIntegerField(default=0)
     # Keyed digest of the statement as written (services.facts.statement_digest):
     # the audit chain and history keep this, never the erasable text, and
@@ -201,6 +209,10 @@ class Fact(models.Model):
             # The embedding sweep's look-up (facts owed a vector, oldest first):
             # small, since a fact leaves it seconds after it is written.
             models.Index(fields=["id"], condition=Q(embedded_at__isnull=True), name="fact_unembedded_idx"),
+            # The sweep's look-up of facts still owed the guard's second look (as small).
+            models.Index(
+                fields=["id"], condition=Q(meaning_check_pending=True), name="fact_meaning_pending_idx"
+            ),
             # The console search (models/search.py).
             full_text_index("statement", "fact_statement_fts"),
             substring_index("statement", "fact_statement_trgm"),

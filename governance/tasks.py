@@ -22,6 +22,7 @@ from governance.services import queue_health as queue_health_service
 from governance.services import replay as replay_service
 from governance.services import retention as retention_service
 from governance.services import verification as verification_service
+from governance.services import writes as write_service
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +86,9 @@ ERASURE_TIME_LIMITS = time_limits(1800, 1860)
 )
 def embed_fact(fact_id: int) -> bool:
     stored = embedding_service.embed_fact(fact_id)
+    # A plain statement's write was answered before the guard's meaning model
+    # read it (R5): it reads it now, reusing the vector just stored.
+    write_service.complete_meaning_checks([fact_id])
     if stored:
         # With its vector stored, the fact can be compared by similarity with
         # the person's other facts (services/conflicts.py); a task of its own,
@@ -102,6 +106,7 @@ def embed_fact(fact_id: int) -> bool:
 def embed_facts(fact_ids: list[int]) -> int:
     """``embed_fact`` for a batch of writes' new facts, with one model call; how many were stored."""
     stored = embedding_service.embed_facts(fact_ids)
+    write_service.complete_meaning_checks(fact_ids)
     for fact_id in stored:
         check_conflicts.delay(fact_id)
     return len(stored)
@@ -123,7 +128,8 @@ def check_conflicts(fact_id: int) -> int:
     **SWEEP_TIME_LIMITS,
 )
 def embed_missing_facts() -> int:
-    """Beat safety net: facts whose on-commit task was lost get embedded here.
+    """Beat safety net: facts whose on-commit task was lost get embedded here (and read by the
+    guard's meaning model, when their write was answered before it read them).
 
     Lost means the broker was down when the write committed, or restarted
     without its queue, or a worker died holding the task. The facts table is

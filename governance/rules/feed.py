@@ -40,6 +40,8 @@ EVENT_LABELS: dict[str, str] = {
 REVIEW_ACTIONS = frozenset(
     {"write.approve", "write.reject", "write.edit_approve", "write.keep_both", "write.undo"}
 )
+# Held on arrival, or later by the guard's second look at a plain statement's meaning.
+HELD_ACTIONS = frozenset({"write.submitted", "write.held_after_meaning_check"})
 DIRECT = {
     "fact.superseded": "fact.superseded",
     "fact.withdrawn": "fact.withdrawn",
@@ -85,7 +87,7 @@ def feed_type(action: str, data: dict[str, Any]) -> str | None:
         return DIRECT[action]
     if action in REVIEW_ACTIONS:
         return "write.decided"
-    if action == "write.submitted" and data.get("outcome") == "quarantined":
+    if action in HELD_ACTIONS and data.get("outcome") == "quarantined":
         return "write.quarantined"
     return None
 

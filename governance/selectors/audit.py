@@ -66,6 +66,8 @@ KNOWN_ACTIONS = (
     "fact.flagged",
     "fact.possible_conflict",
     "write.submitted",
+    # The guard's meaning model held a plain statement after its write was answered.
+    "write.held_after_meaning_check",
     "write.approve",
     "write.reject",
     "write.edit_approve",

@@ -9,6 +9,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from governance.embeddings import (
@@ -97,19 +98,18 @@ def embed_query(text: str) -> list[float] | None:
 def facts_missing_embeddings(
     *, older_than: timedelta = timedelta(0), after_id: int = 0, limit: int = 500
 ) -> list[int]:
-    """Ids of facts that should have a vector and have none, oldest first, past ``after_id``.
+    """Ids of facts that should have a vector and have none, or still owe the guard's second look
+    at their meaning (``services.writes.complete_meaning_checks``, which the same task runs),
+    oldest first, past ``after_id``.
 
     ``older_than`` leaves alone facts recorded within that time: their own
     task is most likely still queued, and sending a second one only costs the
     worker a lookup.
     """
+    # Each side is one of two small partial indexes (fact_unembedded_idx, fact_meaning_pending_idx).
+    owed = Q(embedded_at__isnull=True, status__in=EMBEDDABLE) | Q(meaning_check_pending=True)
     return list(
-        Fact.objects.filter(
-            embedded_at__isnull=True,
-            status__in=EMBEDDABLE,
-            recorded_at__lte=timezone.now() - older_than,
-            id__gt=after_id,
-        )
+        Fact.objects.filter(owed, recorded_at__lte=timezone.now() - older_than, id__gt=after_id)
         .exclude(statement="")
         .order_by("id")
         .values_list("id", flat=True)[:limit]
@@ -133,6 +133,23 @@ def fact_vector_from_guard(statement: str, guard_vector: Sequence[float] | None)
     if semantic_text(statement) != statement:
         return None
     return list(guard_vector)
+
+
+def guard_vectors_of(facts: Sequence[Fact]) -> list[tuple[float, ...] | None]:
+    """The guard's vector of each fact's statement: its stored embedding when that is the very
+    one the guard would compute (``fact_vector_from_guard``'s test, the other way round), else
+    the guard's model's reading (one call for the rest); None where it cannot be had."""
+    reuse = _guard_provider() is get_provider()
+    vectors: list[tuple[float, ...] | None] = [
+        tuple(float(v) for v in fact.embedding)
+        if reuse and fact.embedding is not None and semantic_text(fact.statement) == fact.statement
+        else None
+        for fact in facts
+    ]
+    owed = [i for i, vector in enumerate(vectors) if vector is None]
+    for i, vector in zip(owed, guard_embeddings([facts[i].statement for i in owed]), strict=True):
+        vectors[i] = vector
+    return vectors
 
 
 def _guard_provider() -> EmbeddingProvider:

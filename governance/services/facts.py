@@ -394,6 +394,7 @@ def _withdraw_one(
     fact.statement = ""
     fact.embedding = None
     fact.embedded_at = None
+    fact.meaning_check_pending = False  # nothing left to read
     # R17's check lists what a summary dropped from its source: content too.
     fact.summary_check = None
     # The summarised conversation itself (kept out of history, so this is its only copy).

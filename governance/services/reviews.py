@@ -181,6 +181,8 @@ def _decide(write_id: int, decision: Decision, reason: str, reviewer: Any) -> Wr
             fact.status = "active"
             fact.status_reason = f"Approved by {reviewer.get_username()}"
             fact.status_changed_at = now
+        # A person has read it: the guard's second look at its meaning is not owed any more.
+        fact.meaning_check_pending = False
         fact.save()
         if decision.action == conflicts.KEEP_BOTH and not scope_ended:
             # Not a conflict: the older one is injected again beside it.

@@ -22,13 +22,18 @@ from django.db.models import Max
 from django.utils import timezone
 
 from governance.models import Agent, Fact, Principal, RetrievalEvent, Session, Write
-from governance.rules import contradictions, guard, identifiers
+from governance.rules import contradictions, guard, guard_plain, identifiers
 from governance.rules import supersession as supersession_rules
 from governance.rules.provenance import ref_problem
 from governance.rules.text import Lexical, near_duplicate, normalise_statement, statement_fingerprint
 from governance.rules.tokens import count_tokens
-from governance.services import audit, conflicts, statements
-from governance.services.embeddings import fact_vector_from_guard, guard_embedding, guard_embeddings
+from governance.services import audit, conflicts, session_blocks, statements
+from governance.services.embeddings import (
+    fact_vector_from_guard,
+    guard_embedding,
+    guard_embeddings,
+    guard_vectors_of,
+)
 from governance.services.facts import (
     corroborate_fact,
     enqueue_embedding,
@@ -166,11 +171,23 @@ def submit_write(
         existing = _replay(agent, idempotency_key, digest)
         if existing is not None:
             return existing
-    # R5: the semantic layer judges every write before it can be active. The
-    # model runs here, outside the transaction, so no row lock waits on it;
-    # None (the model failed) makes the guard hold the write for a person.
-    embedding = guard_embedding(request.statement) if guard_vector is ... else guard_vector
-    for attempt in range(2):
+    # R5: the meaning model reads every statement before its write is answered,
+    # but a plain one (rules/guard_plain.py), which it reads after: the patterns
+    # alone decide such a write, and complete_meaning_checks takes a second look
+    # once the embedding task has the vector. The model runs here, outside the
+    # transaction, so no row lock waits on it; None (the model failed) makes the
+    # guard hold the write for a person.
+    meaning_later = (
+        guard_vector is ...
+        and not extra_findings
+        and after_create is None
+        and meaning_can_wait(agent, request)
+    )
+    embedding: tuple[float, ...] | None = None
+    if not meaning_later:
+        embedding = guard_embedding(request.statement) if guard_vector is ... else guard_vector
+    raced = False
+    while True:
         try:
             return _submit(
                 agent,
@@ -182,10 +199,16 @@ def submit_write(
                 after_create=after_create,
                 corroborate=corroborate,
                 embedding=embedding,
+                meaning_later=meaning_later,
                 now=now,
                 embed_later=embed_later,
                 principals=principals,
             )
+        except _ReadMeaningFirst:
+            # The write would do more than add an active fact: judged again from
+            # the start, with the model's reading (its transaction rolled back).
+            meaning_later = False
+            embedding = guard_embedding(request.statement)
         except IntegrityError as exc:
             # A concurrent request with the same key committed first (the unique
             # index made us wait for it): answer with its write.
@@ -195,10 +218,44 @@ def submit_write(
                     return existing
             # Two first writes for one key raced and the other became active:
             # once more, now seeing it as the fact to supersede or corroborate.
-            if attempt == 0 and "fact_one_active_per_key" in str(exc):
+            if not raced and "fact_one_active_per_key" in str(exc):
+                raced = True
                 continue
             raise
-    raise AssertionError("unreachable")
+
+
+class _ReadMeaningFirst(Exception):
+    """A write whose meaning was to be read later would supersede, wait for review or be held:
+    the meaning model reads it first, so those decisions never rest on the patterns alone."""
+
+
+def meaning_can_wait(agent: Agent, request: WriteRequest) -> bool:
+    """Whether the guard's meaning model may read this write's statement after it is answered (R5).
+
+    Only a plain statement (rules/guard_plain.py) that can do no more than add
+    an active fact (``_adds_a_fact_only``), as far as the request tells:
+
+    - not of a kind retrieval finds by its vector each round (the write stores
+      the vector with the row, so the fact can be retrieved in the same turn);
+    - no key and no claim of a value (``_claims``): either may supersede a
+      current fact, which only a write read in full may do;
+    - authority at the agent's auto-approve floor, and not derived from a
+      retrieval (R16): anything else waits for a reviewer, who should see the
+      model's reading with it.
+
+    Whatever the look-ups then find (a tombstone, a burst, a conflict) sends the
+    write back to be read first (``_ReadMeaningFirst``).
+    """
+    assert agent.active_policy is not None, "every agent has an active policy version"
+    policy = agent.active_policy.policy
+    if request.key or request.kind == "slot" or policy.is_per_round(request.kind):
+        return False
+    if request.derived_from_retrieval is not None:
+        return False
+    cap = guard.source_cap(request.source_type, supersession_rules.effective_caps(agent.project.source_caps))
+    if min(request.authority or cap, cap) < policy.auto_approve_min_authority:
+        return False
+    return guard_plain.reads_plainly(request.statement) and not _claims(request)
 
 
 MAX_BATCH = 500
@@ -232,7 +289,14 @@ def submit_batch(agent: Agent, requests: Sequence[WriteRequest]) -> list[BatchOu
     """
     if len(requests) > MAX_BATCH:
         raise ValueError(f"At most {MAX_BATCH} writes per batch.")
-    vectors = guard_embeddings([r.statement for r in requests])
+    # The model reads at once only the statements whose meaning cannot wait (as in submit_write).
+    later = [meaning_can_wait(agent, r) for r in requests]
+    read_now = iter(
+        guard_embeddings([r.statement for r, wait in zip(requests, later, strict=True) if not wait])
+    )
+    vectors: list[tuple[float, ...] | EllipsisType | None] = [
+        ... if wait else next(read_now) for wait in later
+    ]
     outcomes: list[BatchOutcome] = []
     with transaction.atomic(), audit.one_seal_per_chain():
         batch = _Batch(agent, requests)
@@ -264,7 +328,7 @@ class _Taken:
 
     index: int
     request: WriteRequest
-    vector: tuple[float, ...] | None
+    vector: tuple[float, ...] | EllipsisType | None  # ...: its meaning is read after
     write: Write
     entry: models.Model
     principal: Principal | None  # new with this write, inserted with it
@@ -442,9 +506,12 @@ class _Batch:
         for pk, tombstone_id, values in _json(tombstones):
             self.tombstone_values.setdefault(names[pk], []).append((tombstone_id, frozenset(values)))
 
-    def take(self, index: int, request: WriteRequest, vector: tuple[float, ...] | None) -> Write | None:
+    def take(
+        self, index: int, request: WriteRequest, vector: tuple[float, ...] | EllipsisType | None
+    ) -> Write | None:
         """The write, judged against the batch's reading and its rows queued for ``flush``; or None
-        when it meets more than the guard and goes through ``submit_write`` instead."""
+        when it meets more than the guard and goes through ``submit_write`` instead (as does a
+        plain statement, ``vector`` ..., that the patterns would not simply let in or refuse)."""
         _refuse_unclaimable(self.agent, request)
         name = request.principal
         if (
@@ -490,6 +557,8 @@ class _Batch:
                 *self.pools.get((name, request.kind), []),
             )[:NEAR_DUPLICATE_POOL],
         )
+        meaning_later = vector is ...
+        embedding = None if isinstance(vector, EllipsisType) else vector
         result, findings, outcome = _judge(
             self.agent,
             request,
@@ -498,8 +567,11 @@ class _Batch:
             current=None,
             has_principal=True,
             derived_max_authority=None,
-            embedding=vector,
+            embedding=embedding,
+            meaning_later=meaning_later,
         )
+        if meaning_later and outcome not in ("active", "rejected"):
+            return None  # the model reads it first (submit_write: _ReadMeaningFirst)
         if outcome in ("active", "pending_review") and _duplicate_id(request, seen) is not None:
             return None  # corroboration
         claims = _claims(request) if outcome != "rejected" else ()
@@ -553,7 +625,8 @@ class _Batch:
                 pk=seen.fact_id,
                 status=outcome,
                 policy_encoding=self.encoding,
-                embedding=fact_vector_from_guard(request.statement, vector),
+                embedding=fact_vector_from_guard(request.statement, embedding),
+                meaning_check_pending=meaning_later,
             )
         write.response = write_response(write, supersedes=[])
         entry = audit.next_entry(
@@ -594,7 +667,7 @@ class _Batch:
         if write.status == "rejected":
             self.rejected.add(write.fingerprint)
 
-    def one_by_one(self, request: WriteRequest, vector: tuple[float, ...] | None) -> Write:
+    def one_by_one(self, request: WriteRequest, vector: tuple[float, ...] | EllipsisType | None) -> Write:
         """``submit_write`` for a write that meets more than the guard, in its own savepoint."""
         write = submit_write(
             self.agent,
@@ -670,9 +743,11 @@ def _judge(
     embedding: tuple[float, ...] | None,
     extra_findings: tuple[guard.Finding, ...] = (),
     auto_approve_min_authority: int | None = None,
+    meaning_later: bool = False,
 ) -> tuple[guard.GuardResult, list[dict[str, str]], str]:
     """The guard's verdict on a write (R4, R5, R16) against what it meets in the store:
-    the result, the findings as stored, and the outcome before conflicts are considered."""
+    the result, the findings as stored, and the outcome before conflicts are considered.
+    ``meaning_later``: a plain statement, whose meaning is read after (``meaning_can_wait``)."""
     assert agent.active_policy is not None, "every agent has an active policy version"
     context = guard.GuardContext(
         source_caps=supersession_rules.effective_caps(agent.project.source_caps),
@@ -685,7 +760,7 @@ def _judge(
         verified_statement_for_key=current.statement
         if current and current.confidence == "verified"
         else None,
-        semantic_required=True,
+        semantic_required=not meaning_later,
     )
     proposal = guard.WriteProposal(
         statement=request.statement,
@@ -788,6 +863,7 @@ def _submit(
     after_create: Callable[[Write], None] | None,
     corroborate: bool,
     embedding: tuple[float, ...] | None = None,
+    meaning_later: bool = False,
     now: datetime | None = None,
     embed_later: list[int] | None = None,
     principals: Mapping[str, Principal] | None = None,
@@ -861,6 +937,7 @@ def _submit(
         embedding=embedding,
         extra_findings=extra_findings,
         auto_approve_min_authority=auto_approve_min_authority,
+        meaning_later=meaning_later,
     )
     write = _write_row(
         agent,
@@ -962,6 +1039,8 @@ def _submit(
                 }
             )
 
+    if meaning_later and not _adds_a_fact_only(outcome, corroborated, supersedes, late_for):
+        raise _ReadMeaningFirst
     if corroborated is None:
         _refuse_when_queue_full(outcome, seen.waiting)
 
@@ -987,6 +1066,7 @@ def _submit(
             status="pending_review" if late_for else outcome,
             policy_encoding=policy.encoding,
             embedding=fact_vector_from_guard(request.statement, embedding),
+            meaning_check_pending=meaning_later,
         )
         # Saved below, with the write when nothing comes between them.
         fact_pending = not supersedes and late_for is None
@@ -1063,6 +1143,17 @@ def _submit(
     audit.record(project, "write.submitted", write, data=entry_data)
     _enqueue(write, corroborated, embed_later)
     return write
+
+
+def _adds_a_fact_only(
+    outcome: str, corroborated: Fact | None, supersedes: Sequence[Fact], late_for: Fact | None
+) -> bool:
+    """Whether a write, as the patterns judged it, only adds an active fact, strengthens one, or is
+    refused: what a plain statement may do before the meaning model has read it (``meaning_can_wait``).
+    A second look that holds the fact later takes back no more than the fact itself."""
+    if corroborated is not None or outcome == "rejected":
+        return True
+    return outcome == "active" and not supersedes and late_for is None
 
 
 def _enqueue(write: Write, corroborated: Fact | None, embed_later: list[int] | None) -> None:
@@ -1465,12 +1556,14 @@ def _new_fact(
     status: str,
     policy_encoding: str,
     embedding: list[float] | None = None,
+    meaning_check_pending: bool = False,
 ) -> Fact:
     """The write's fact, not yet saved: its id is allocated, so the write can name it first.
 
     ``embedding``, when the guard's vector is the fact's own, goes in with the
     row, and the worker's task after commit only confirms it (``embedded_at``)
     and starts the similarity check, without running the model again.
+    ``meaning_check_pending``: the guard's meaning model reads it after (``meaning_can_wait``).
     """
     return Fact(
         pk=pk,
@@ -1497,4 +1590,104 @@ def _new_fact(
         fingerprint=write.fingerprint,
         derived_from_retrieval=write.derived_from_retrieval,
         embedding=embedding,
+        meaning_check_pending=meaning_check_pending,
     )
+
+
+# Who takes the guard's second look, in the audit trail.
+MEANING_CHECK_ACTOR = "system:guard"
+HELD_AFTER_MEANING_CHECK = "write.held_after_meaning_check"
+
+
+def complete_meaning_checks(fact_ids: Sequence[int]) -> list[int]:
+    """The guard's meaning model reads the plain statements it was spared when their writes were
+    answered (``meaning_can_wait``, R5); the ids of the facts it held.
+
+    Run by the embedding task once a fact has its vector (which it reuses when
+    it is the guard's own). A statement the model would have held at write time
+    is held now, as the write would have been: high severity quarantines the
+    fact and its write, medium sends them to a reviewer; either way the finding
+    is added to the write, the fact leaves every cached session-start block
+    (R12), and an audit entry says so. Otherwise the flag is simply cleared.
+    Idempotent: a fact is read only while it still owes the look, re-checked
+    under lock, so a retried or duplicated task does nothing more.
+    """
+    facts = list(Fact.objects.filter(pk__in=fact_ids, meaning_check_pending=True).order_by("pk"))
+    if not facts:
+        return []
+    vectors = guard_vectors_of(facts)
+    held: list[int] = []
+    for fact, vector in zip(facts, vectors, strict=True):
+        if vector is None:
+            # The model failed: the flag stays, so the task's retry (or the sweep) reads it again.
+            raise RuntimeError(f"The guard's meaning model could not read fact {fact.pk}.")
+        if _take_second_look(fact, vector):
+            held.append(fact.pk)
+    return held
+
+
+@transaction.atomic
+def _take_second_look(read: Fact, vector: tuple[float, ...]) -> bool:
+    # Locked: a withdrawal, a review or an edit may be changing the fact meanwhile.
+    fact = (
+        Fact.objects.select_for_update(of=("self",))
+        .select_related("project")
+        .filter(pk=read.pk, meaning_check_pending=True)
+        .first()
+    )
+    if fact is None:
+        return False
+    Fact.objects.filter(pk=fact.pk).update(meaning_check_pending=False)
+    if fact.statement_digest != read.statement_digest or fact.status != "active":
+        # Edited by a reviewer, withdrawn, superseded or already held: the text the
+        # write brought is no longer what memory holds, or no longer injected.
+        return False
+    write = (
+        Write.objects.select_for_update()
+        .filter(fact=fact, corroborated__isnull=True, status="active")
+        .order_by("pk")
+        .first()
+    )
+    if write is None:
+        return False  # decided by a person meanwhile
+    proposal = guard.WriteProposal(
+        statement=fact.statement,
+        kind=fact.kind,
+        key=fact.key,
+        has_principal=fact.principal_id is not None,
+        source_type=fact.source_type,
+        source_ref=fact.source_ref,
+        requested_authority=None,
+        embedding=vector,
+    )
+    context = guard.GuardContext(
+        source_caps=supersession_rules.effective_caps(fact.project.source_caps),
+        fingerprint_key=fingerprint_key(),
+        semantic_required=True,
+    )
+    found = [f.to_dict() for f in guard.check_semantic(proposal, context)]
+    if not found:
+        return False
+    status = "quarantined" if any(f["severity"] == "high" for f in found) else "pending_review"
+    now = timezone.now()
+    reason = f"Held after a second look at its meaning: {found[0].get('category', 'reads like an attack')}."
+    Fact.objects.filter(pk=fact.pk).update(status=status, status_reason=reason, status_changed_at=now)
+    write.findings = [*found, *write.findings]
+    write.risk = _risk(write.findings)
+    write.status = status
+    write.save(update_fields=["findings", "risk", "status"])
+    session_blocks.invalidate([fact.pk])
+    audit.record(
+        fact.project,
+        HELD_AFTER_MEANING_CHECK,
+        write,
+        reason=reason,
+        actor=MEANING_CHECK_ACTOR,
+        data={
+            "outcome": status,
+            "checks": sorted({f["check"] for f in found}),
+            "fact": fact.pk,
+            "statement_digest": statement_digest(fact.statement),
+        },
+    )
+    return True

@@ -34,6 +34,9 @@ def test_only_governance_events_are_announced():
     assert feed.feed_type("write.reject", {}) == "write.decided"
     assert feed.feed_type("write.submitted", {"outcome": "quarantined"}) == "write.quarantined"
     assert feed.feed_type("write.submitted", {"outcome": "active"}) is None
+    # Held later by the guard's second look at a plain statement's meaning.
+    assert feed.feed_type("write.held_after_meaning_check", {"outcome": "quarantined"}) == "write.quarantined"
+    assert feed.feed_type("write.held_after_meaning_check", {"outcome": "pending_review"}) is None
     assert feed.feed_type("agent_key.created", {}) is None
     assert set(feed.EVENT_TYPES) >= {feed.feed_type(a, {}) for a in feed.DIRECT}
 

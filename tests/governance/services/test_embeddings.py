@@ -84,9 +84,13 @@ def test_a_written_fact_keeps_the_guards_vector_when_it_is_the_one_the_worker_wo
         caplog.at_level(logging.INFO, logger="governance.services.embeddings"),
         django_capture_on_commit_callbacks(execute=False) as after_commit,
     ):
-        plain = submit_write(support_bot.agent, _request("Prefers window seats on trains"))
+        # Keyed, so the guard's model reads them before the writes are answered (a plain
+        # unkeyed statement is read after: test_writes_meaning.py).
+        plain = submit_write(support_bot.agent, _request("Prefers window seats on trains", key="train_seat"))
         # The guard reads this one with its spacing squeezed: its vector is not the statement's own.
-        squeezed = submit_write(support_bot.agent, _request("Prefers  aisle seats on planes", ref="c:2"))
+        squeezed = submit_write(
+            support_bot.agent, _request("Prefers  aisle seats on planes", ref="c:2", key="plane_seat")
+        )
 
     # In with the row, though still owed its task: the row is the outbox.
     kept = Fact.objects.get(pk=plain.fact_id)
@@ -133,11 +137,11 @@ def test_the_guards_vector_is_not_the_facts_when_retrieval_embeds_with_another_m
     assert service.fact_vector_from_guard("Prefers tea", vector) is None
 
 
-def _request(statement: str, ref: str = "c:1") -> WriteRequest:
+def _request(statement: str, ref: str = "c:1", key: str | None = None) -> WriteRequest:
     return WriteRequest(
         principal="alice",
         kind="preference",
-        key=None,
+        key=key,
         statement=statement,
         source_type="user_statement",
         source_ref=ref,

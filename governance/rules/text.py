@@ -196,12 +196,24 @@ def _normalise_memoised(statement: str) -> str:
 
 
 def _normalise(statement: str) -> str:
+    # The same result as _folded, a few times faster, for ASCII (most statements,
+    # and a write compares itself with up to a few hundred it may repeat): ASCII
+    # is its own NFKC form, holds no hidden character or variation selector, and
+    # casefolds to its lower case (tests/governance/rules/test_text.py).
+    text = " ".join(statement.lower().split()) if statement.isascii() else _folded(statement)
+    return _without_trailing_punctuation(text)
+
+
+def _folded(statement: str) -> str:
     text = unicodedata.normalize("NFKC", statement)
     text = "".join(ch for ch in text if not is_hidden_char(ch) and not _is_variation_selector(ch))
     # Casefolding can produce sequences NFKC would compose differently
     # (e.g. some ligatures), so normalise again to keep one canonical form.
     text = unicodedata.normalize("NFKC", text.casefold())
-    text = " ".join(text.split())
+    return " ".join(text.split())
+
+
+def _without_trailing_punctuation(text: str) -> str:
     end = len(text)
     while end and (unicodedata.category(text[end - 1]).startswith("P") or text[end - 1].isspace()):
         end -= 1
@@ -336,13 +348,19 @@ def _lexical(normalised: str) -> Lexical:
         normalised,
         tokens=frozenset(tokens),
         shingles=frozenset(_shingles(normalised)),
-        numbers=frozenset(_numbers(tokens)),
+        # An ASCII text without a digit has no number (the usual case), found in one scan.
+        numbers=frozenset(_numbers(tokens))
+        if not normalised.isascii() or _ASCII_DIGIT.search(normalised)
+        else frozenset(),
         negated=_is_negated(tokens),
     )
 
 
+_ASCII_DIGIT = re.compile(r"[0-9]")
+
+
 def _numbers(tokens: set[str]) -> set[str]:
-    return {t for t in tokens if any(ch.isdigit() for ch in t)}
+    return {t for t in tokens if (_ASCII_DIGIT.search(t) if t.isascii() else any(ch.isdigit() for ch in t))}
 
 
 def _is_negated(tokens: set[str]) -> bool:

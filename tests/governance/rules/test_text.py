@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from governance.rules.text import (
+    _TOKEN,
     Lexical,
+    _folded,
+    _normalise,
+    _numbers,
+    _without_trailing_punctuation,
     fold_confusables,
     is_hidden_char,
     near_duplicate,
@@ -181,3 +188,20 @@ def test_a_prepared_statement_compares_like_the_plain_texts() -> None:
         assert prepared == similarity(a, b) == similarity(b, a)
     assert Lexical.of("User prefers  Dark mode.").similarity(Lexical.of("user prefers dark mode")) == 1.0
     assert Lexical.of("").similarity(Lexical.of("tea")) == 0.0
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=80))
+def test_ascii_text_takes_a_shortcut_to_the_same_normal_form(statement: str) -> None:
+    # Issue 13: normalise_statement skips NFKC, hidden characters and casefolding
+    # for ASCII, which has none of them to change; the answer must not differ.
+    assert _normalise(statement) == _without_trailing_punctuation(_folded(statement))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from("ab1\u00b2\u0661 -.'\u2019n't"), max_size=40))
+def test_numbers_are_the_tokens_with_a_digit_of_any_script(statement: str) -> None:
+    tokens = set(_TOKEN.findall(statement))
+    assert _numbers(tokens) == {t for t in tokens if any(ch.isdigit() for ch in t)}
+    lexical = Lexical.of_normalised(statement)
+    assert lexical.numbers == frozenset(_numbers(tokens))

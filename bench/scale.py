@@ -158,10 +158,12 @@ WORDS = (
 
 
 def seed(facts: int, events: int, writes: int, rng: random.Random) -> dict[str, Any]:
+    from django.conf import settings
     from django.db import connection
 
     from governance.context import actor_scope
     from governance.models import Agent, Fact, Write
+    from governance.rules.text import lexical_signature
     from governance.services import agents as agent_service
 
     started = time.perf_counter()
@@ -190,6 +192,7 @@ def seed(facts: int, events: int, writes: int, rng: random.Random) -> dict[str, 
 
     columns = [str(f.column) for f in Fact._meta.concrete_fields if f.column != "id"]
     total = 0
+    signing_key = settings.TOMBSTONE_KEY.encode()
 
     def fact_row(project: int, principal: int | None, j: int, kind: str) -> str:
         # 80 % active; the rest is history an event must explain (R14).
@@ -230,6 +233,8 @@ def seed(facts: int, events: int, writes: int, rng: random.Random) -> dict[str, 
             "embedding": pool[rng.randrange(POOL)],
             "embedded_at": verified.isoformat(),
             "meaning_check_pending": False,
+            # As the write path signs every fact it stores (rules/text.py).
+            "lexical_signature": lexical_signature(statement, signing_key),
             "token_count": 14,
             "statement_digest": uuid.uuid4().hex * 2,
             "fingerprint": uuid.uuid4().hex * 2,

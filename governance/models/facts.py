@@ -100,7 +100,8 @@ def _in(field: str, choices: type[models.TextChoices]) -> Q:
 # written, and withdrawal (R8) then has one copy of it to erase, not many.
 # meaning_check_pending stays out of history too: it only says that a background
 # task still owes the guard's second look, and clears with the embedding.
-@tracked(exclude=["embedding", "summary_source", "meaning_check_pending"], erasable=True)
+# So does lexical_signature, which is worked out from the statement (rules/text.py).
+@tracked(exclude=["embedding", "summary_source", "meaning_check_pending", "lexical_signature"], erasable=True)
 class Fact(models.Model):
     # No index of its own: every index of the table that a project's reads use
     # starts with the project (migration 0041).
@@ -141,6 +142,11 @@ class Fact(models.Model):
     # (a bulk copy) owes nothing.
     meaning_check_pending = models.BooleanField(default=False, db_default=False)
     token_count = models.PositiveIntegerField(default=0)
+    # Sizes, negation and a keyed hash of the numbers of the statement
+    # (rules/text.py: lexical_signature): the write path reads only the facts that
+    # can be near-duplicates of a new statement. 0 (none, or other rules) is
+    # always compared; cleared with the statement on withdrawal (R8).
+    lexical_signature = models.BigIntegerField(default=0, db_default=0)
     # Keyed digest of the statement as written (services.facts.statement_digest):
     # the audit chain and history keep this, never the erasable text, and
     # without the key it cannot confirm a guessed statement (R8).

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import math
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -375,3 +376,107 @@ def near_duplicate(a: str, b: str, threshold: float = 0.9) -> bool:
     are different claims, so differing numbers or negation rule it out.
     """
     return Lexical.of(a).near_duplicate(Lexical.of(b), threshold)
+
+
+# --- Lexical signatures: which stored statements can be near-duplicates of a new one ---
+#
+# A write compares its statement with up to a few hundred of the principal's
+# facts (``near_duplicate``), and preparing each of them (``Lexical``) was most of
+# a write's own work when they were not in this process's memo (issue 13). The
+# facts keep a signature of their statement, computed when it is stored, from
+# which the database leaves out the facts that cannot be near-duplicates; the
+# rest are compared as before, so the answer is the same.
+#
+# Two statements are near-duplicates only if they normalise equal, or have the
+# same numbers and negation and a token or trigram Dice of at least the
+# threshold, for which the sets' sizes must be close: Dice(A, B) =
+# 2|A & B| / (|A| + |B|) <= 2 min / (|A| + |B|). The signature is one bigint:
+#
+#   bits  0-29  a hash of the numbers (equal numbers, equal hash)
+#   bit   30    negated
+#   bits 31-43  the trigram set's size
+#   bits 44-55  the token set's size
+#   bits 56-62  LEXICAL_VERSION; 0 for a fact stored without one
+#
+# A fact with another version (rules changed since it was stored) or none is
+# always compared, so a change to the rules above never hides a duplicate:
+# bump LEXICAL_VERSION with any change to normalisation, tokens or trigrams.
+
+LEXICAL_VERSION = 1
+NUMBERS_BITS = 30
+NEGATED_BIT = 30
+SHINGLES_SHIFT, SHINGLES_MAX = 31, (1 << 13) - 1
+TOKENS_SHIFT, TOKENS_MAX = 44, (1 << 12) - 1
+VERSION_SHIFT = 56
+# Numbers and negation, which must be equal.
+EXACT_MASK = (1 << (NEGATED_BIT + 1)) - 1
+
+
+def lexical_signature(statement: str, key: bytes) -> int:
+    """The signature a fact keeps of ``statement`` (0, compared always, when it does not fit).
+
+    The numbers' hash is keyed (the tombstone key): the numbers of a statement
+    can be a phone or an account number, and a kept digest of text that may be
+    erased must not confirm a guess without the key (R8). Withdrawal clears it.
+    """
+    prepared = Lexical.of(statement)
+    tokens, shingles = len(prepared.tokens), len(prepared.shingles)
+    if tokens > TOKENS_MAX or shingles > SHINGLES_MAX:
+        return 0
+    return (
+        (LEXICAL_VERSION << VERSION_SHIFT)
+        | (tokens << TOKENS_SHIFT)
+        | (shingles << SHINGLES_SHIFT)
+        | (int(prepared.negated) << NEGATED_BIT)
+        | _numbers_hash(prepared.numbers, key)
+    )
+
+
+def _numbers_hash(numbers: frozenset[str], key: bytes) -> int:
+    if not key:
+        raise ValueError(
+            "signature key must not be empty: an unkeyed hash of erasable numbers can be confirmed"
+        )
+    digest = hmac.new(key, "\x00".join(sorted(numbers)).encode("utf-8"), hashlib.sha256).digest()
+    return int.from_bytes(digest[:8], "big") & ((1 << NUMBERS_BITS) - 1)
+
+
+@dataclass(frozen=True)
+class NearDuplicateFilter:
+    """Which signatures may belong to a near-duplicate of one statement (``near_duplicates_of``)."""
+
+    version: int
+    exact: int  # numbers and negation, as EXACT_MASK selects them
+    tokens: tuple[int, int]  # inclusive range of token-set sizes
+    shingles: tuple[int, int]  # inclusive range of trigram-set sizes
+
+    def admits(self, signature: int) -> bool:
+        if self.version == 0 or signature >> VERSION_SHIFT != self.version:
+            return True
+        if signature & EXACT_MASK != self.exact:
+            return False
+        tokens = (signature >> TOKENS_SHIFT) & TOKENS_MAX
+        shingles = (signature >> SHINGLES_SHIFT) & SHINGLES_MAX
+        return self.tokens[0] <= tokens <= self.tokens[1] or self.shingles[0] <= shingles <= self.shingles[1]
+
+
+def near_duplicates_of(statement: str, key: bytes, threshold: float = 0.9) -> NearDuplicateFilter:
+    """The signatures ``near_duplicate(statement, other, threshold)`` can be true for, at least
+    (signatures made with the same ``key``)."""
+    signature = lexical_signature(statement, key)
+    return NearDuplicateFilter(
+        version=signature >> VERSION_SHIFT,
+        exact=signature & EXACT_MASK,
+        tokens=_sizes_within(threshold, (signature >> TOKENS_SHIFT) & TOKENS_MAX),
+        shingles=_sizes_within(threshold, (signature >> SHINGLES_SHIFT) & SHINGLES_MAX),
+    )
+
+
+def _sizes_within(threshold: float, size: int) -> tuple[int, int]:
+    """Sizes b of another set with 2 min(a, b) / (a + b) >= threshold for a = ``size``.
+
+    Widened by one each way, so floating point never decides a boundary."""
+    if threshold <= 0:
+        return 0, TOKENS_MAX + SHINGLES_MAX
+    ratio = threshold / (2 - threshold)
+    return max(0, math.floor(size * ratio) - 1), math.ceil(size / ratio) + 1

@@ -259,6 +259,7 @@ def erase_fact_batch(job_id: UUID, batch_size: int = BATCH) -> int:
         embedding=None,
         embedded_at=None,
         meaning_check_pending=False,
+        lexical_signature=0,
         summary_check=None,
         summary_source=None,
         # Validity ends now, unless it already ended or had not begun.

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
@@ -26,7 +26,7 @@ from governance.models.writes import REVIEWABLE
 from governance.rules import identifiers
 from governance.rules import withdrawal as withdrawal_rules
 from governance.rules.rendering import single_line
-from governance.rules.text import keyed_digest, statement_fingerprint
+from governance.rules.text import keyed_digest, lexical_signature, statement_fingerprint
 from governance.services import audit, history, session_blocks
 
 
@@ -395,6 +395,7 @@ def _withdraw_one(
     fact.embedding = None
     fact.embedded_at = None
     fact.meaning_check_pending = False  # nothing left to read
+    fact.lexical_signature = 0  # worked out from the statement, which is gone
     # R17's check lists what a summary dropped from its source: content too.
     fact.summary_check = None
     # The summarised conversation itself (kept out of history, so this is its only copy).
@@ -714,3 +715,40 @@ def dispute_fact(agent: Agent, fact: Fact, *, words: str) -> Write:
         data={"write": write.pk, "previous_confidence": previous_confidence},
     )
     return write
+
+
+SIGN_BATCH = 2000
+
+
+def sign_statements(*, batch_size: int = SIGN_BATCH) -> int:
+    """Give facts stored before lexical signatures existed their signature; how many were signed.
+
+    Migration 0046 added the column with 0, which the write path always
+    compares, so nothing is wrong before this runs: a write just prepares
+    those facts in Python as it did before. Batches in their own transactions,
+    by id, each row read once (a statement too long to sign stays 0); a row a
+    write or a withdrawal changed meanwhile is left as that change set it.
+    """
+    key = settings.TOMBSTONE_KEY.encode()
+    signed = after_id = 0
+    while True:
+        with transaction.atomic():
+            rows = list(
+                Fact.objects.filter(lexical_signature=0, id__gt=after_id)
+                .exclude(statement="")
+                .order_by("id")
+                .values_list("id", "statement")[:batch_size]
+            )
+            if not rows:
+                return signed
+            ids = [pk for pk, _ in rows]
+            signatures = [lexical_signature(statement, key) for _, statement in rows]
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "UPDATE governance_fact f SET lexical_signature = s.signature"
+                    " FROM unnest(%s::bigint[], %s::bigint[]) s(id, signature)"
+                    " WHERE f.id = s.id AND f.lexical_signature = 0 AND s.signature <> 0",
+                    [ids, signatures],
+                )
+                signed += cursor.rowcount
+        after_id = ids[-1]

@@ -23,7 +23,7 @@ from governance.models import (
 from governance.models.retrievals import events_naming
 from governance.models.writes import REVIEWABLE
 from governance.rules import contradictions, identifiers
-from governance.rules.text import statement_fingerprint
+from governance.rules.text import lexical_signature, statement_fingerprint
 from governance.rules.tokens import count_tokens
 from governance.selectors.erasures import pseudonym_of
 from governance.services import audit, conflicts, session_blocks
@@ -332,6 +332,7 @@ def _set_statement(fact: Fact, write: Write, statement: str) -> None:
     fact.statement = statement
     fact.statement_digest = statement_digest(statement)
     fact.fingerprint = statement_fingerprint(statement, fingerprint_key())
+    fact.lexical_signature = lexical_signature(statement, fingerprint_key())
     fact.embedding = None
     fact.embedded_at = None
     policy = write.agent.active_policy.policy if write.agent and write.agent.active_policy else None

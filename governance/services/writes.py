@@ -25,7 +25,13 @@ from governance.models import Agent, Fact, Principal, RetrievalEvent, Session, W
 from governance.rules import contradictions, guard, guard_plain, identifiers
 from governance.rules import supersession as supersession_rules
 from governance.rules.provenance import ref_problem
-from governance.rules.text import Lexical, near_duplicate, normalise_statement, statement_fingerprint
+from governance.rules.text import (
+    Lexical,
+    lexical_signature,
+    near_duplicate,
+    normalise_statement,
+    statement_fingerprint,
+)
 from governance.rules.tokens import count_tokens
 from governance.services import audit, conflicts, session_blocks, statements
 from governance.services.embeddings import (
@@ -1591,6 +1597,7 @@ def _new_fact(
         derived_from_retrieval=write.derived_from_retrieval,
         embedding=embedding,
         meaning_check_pending=meaning_check_pending,
+        lexical_signature=lexical_signature(write.statement, fingerprint_key()),
     )
 
 

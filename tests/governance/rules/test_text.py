@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 
 from governance.rules.text import (
     _TOKEN,
+    LEXICAL_VERSION,
+    VERSION_SHIFT,
     Lexical,
     _folded,
     _normalise,
@@ -15,7 +17,9 @@ from governance.rules.text import (
     _without_trailing_punctuation,
     fold_confusables,
     is_hidden_char,
+    lexical_signature,
     near_duplicate,
+    near_duplicates_of,
     normalise_statement,
     similarity,
     statement_fingerprint,
@@ -205,3 +209,52 @@ def test_numbers_are_the_tokens_with_a_digit_of_any_script(statement: str) -> No
     assert _numbers(tokens) == {t for t in tokens if any(ch.isdigit() for ch in t)}
     lexical = Lexical.of_normalised(statement)
     assert lexical.numbers == frozenset(_numbers(tokens))
+
+
+# Words that make near-duplicates likely: shared words, a number, a negation, case and spacing.
+_VOCABULARY = [
+    "prefers",
+    "tea",
+    "Tea",
+    "coffee",
+    "in",
+    "the",
+    "mornings",
+    "not",
+    "2",
+    "eu-west-1",
+    "isn't",
+    "",
+    " ",
+]
+
+
+@settings(max_examples=2000, deadline=None)
+@given(
+    st.lists(st.sampled_from(_VOCABULARY), max_size=9),
+    st.lists(st.sampled_from(_VOCABULARY), max_size=9),
+    st.sampled_from([0.9, 0.8, 0.95]),
+)
+def test_a_signature_never_hides_a_near_duplicate(a: list[str], b: list[str], threshold: float) -> None:
+    first, second = " ".join(a), " ".join(b)
+    if near_duplicate(first, second, threshold):
+        assert near_duplicates_of(first, KEY, threshold).admits(lexical_signature(second, KEY))
+
+
+def test_a_signature_leaves_out_what_cannot_repeat_a_statement() -> None:
+    wanted = near_duplicates_of("Prefers tea in the mornings", KEY)
+    assert wanted.admits(lexical_signature("prefers tea in the mornings.", KEY))
+    assert wanted.admits(lexical_signature("Prefers tea in the morning", KEY))
+    # Another number, a negation, or far more words: never near-duplicates, left out.
+    assert not wanted.admits(lexical_signature("Prefers tea in the mornings 2", KEY))
+    assert not wanted.admits(lexical_signature("Does not prefer tea in the mornings", KEY))
+    assert not wanted.admits(
+        lexical_signature("Prefers tea in the mornings and coffee at night after dinner", KEY)
+    )
+    # The numbers' hash is keyed: without the key it confirms no guessed number (R8).
+    assert lexical_signature("Call me on 07700 900123", KEY) != lexical_signature(
+        "Call me on 07700 900123", b"x"
+    )
+    # Stored by other rules, or without a signature: always compared.
+    assert wanted.admits(0)
+    assert wanted.admits((LEXICAL_VERSION + 1) << VERSION_SHIFT)

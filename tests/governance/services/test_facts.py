@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import transaction
 
 from governance.models import AuditEntry, Fact, Principal, Project, Tombstone
-from governance.rules.text import rekey_plain_digest
+from governance.rules.text import lexical_signature, rekey_plain_digest
 from governance.selectors.audit import verify_chain
 from governance.services import facts as fact_service
 from governance.services.facts import statement_digest, withdraw_fact, withdraw_on_request
@@ -215,3 +215,31 @@ def test_a_batch_of_new_facts_is_embedded_in_tasks_of_at_most_a_hundred(
         ("one", 7),
     ]
     assert [i for kind, ids in sent if kind == "many" for i in ids] == list(range(1, 251))
+
+
+# --- lexical signatures (issue 13: the write path's near-duplicate shortcut) ---------------
+
+
+def test_facts_stored_without_a_signature_are_signed_once_and_the_blank_ones_never(project: Project) -> None:
+    key = settings.TOMBSTONE_KEY.encode()
+    unsigned = [
+        FactFactory.create(project=project, statement=f"Prefers seat {n} on trains") for n in range(5)
+    ]
+    FactFactory.create(project=project, status="withdrawn", statement="")
+
+    assert fact_service.sign_statements(batch_size=2) == 5
+    assert fact_service.sign_statements() == 0
+
+    for made in unsigned:
+        made.refresh_from_db()
+        assert made.lexical_signature == lexical_signature(made.statement, key) != 0
+    assert Fact.objects.get(statement="").lexical_signature == 0
+
+
+def test_withdrawal_clears_the_signature_with_the_statement(project: Project, alice: Principal) -> None:
+    made = fact(project, alice, "active", lexical_signature=lexical_signature(STATEMENT, b"k"))
+
+    withdraw_fact(made, reason="Asked to forget it", actor="user:riley")
+
+    made.refresh_from_db()
+    assert (made.statement, made.lexical_signature) == ("", 0)

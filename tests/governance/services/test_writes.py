@@ -526,3 +526,14 @@ def test_the_contradiction_pool_read_with_the_look_ups_is_the_one_read_on_its_ow
     assert with_current is not None and len(with_current) == 7
     assert list(with_current) == own(None)
     assert list(seen(contradiction_pool_without=current.pk).contradiction_pool or ()) == own(current)
+
+
+def test_a_new_fact_keeps_the_lexical_signature_of_its_statement(support_bot):
+    from django.conf import settings
+
+    from governance.rules.text import lexical_signature
+
+    write = submit(support_bot, request("Prefers the window seat on trains"))
+
+    fact = Fact.objects.get(pk=write.fact_id)
+    assert fact.lexical_signature == lexical_signature(fact.statement, settings.TOMBSTONE_KEY.encode()) != 0

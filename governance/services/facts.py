@@ -392,6 +392,8 @@ def _withdraw_one(
     fact.status_reason = reason
     fact.status_changed_at = now
     fact.statement = ""
+    # What the statement claimed repeats its values ("lives in Leeds").
+    fact.claims = None
     fact.embedding = None
     fact.embedded_at = None
     # R17's check lists what a summary dropped from its source: content too.

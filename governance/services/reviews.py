@@ -329,6 +329,7 @@ def _refuse_undo_of_approval(fact: Fact | None) -> None:
 def _set_statement(fact: Fact, write: Write, statement: str) -> None:
     fact.statement = statement
     fact.statement_digest = statement_digest(statement)
+    fact.claims = contradictions.stored_claims(statement, fact.key)
     fact.fingerprint = statement_fingerprint(statement, fingerprint_key())
     fact.embedding = None
     fact.embedded_at = None

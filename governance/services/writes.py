@@ -1497,4 +1497,6 @@ def _new_fact(
         fingerprint=write.fingerprint,
         derived_from_retrieval=write.derived_from_retrieval,
         embedding=embedding,
+        # Read once, as the fact is stored, not by each retrieval that compares it (R6).
+        claims=contradictions.stored_claims(write.statement, write.key),
     )

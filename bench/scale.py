@@ -163,6 +163,7 @@ def seed(facts: int, events: int, writes: int, rng: random.Random) -> dict[str, 
 
     from governance.context import actor_scope
     from governance.models import Agent, Fact, Write
+    from governance.rules.contradictions import claims_of, stored_claims
     from governance.rules.text import lexical_signature
     from governance.services import agents as agent_service
 
@@ -243,6 +244,8 @@ def seed(facts: int, events: int, writes: int, rng: random.Random) -> dict[str, 
             "event_last": "",
             "summary_check": None,
             "summary_source": None,
+            # As a write stores them: a retrieval reads a live database's facts' claims from their rows.
+            "claims": stored_claims(statement, key),
         }
         return "\t".join("\\N" if values[c] is None else str(values[c]) for c in columns) + "\n"
 
@@ -263,6 +266,8 @@ def seed(facts: int, events: int, writes: int, rng: random.Random) -> dict[str, 
                 kind = "episodic" if j % 2 else KINDS_STATIC[j % 3]
                 copy.write(fact_row(p, pid, j, kind))
                 total += 1
+    # Reading the claims filled this process's cache; the measurements meet it as a new process would.
+    claims_of.cache_clear()
     with raw.cursor() as cursor:
         cursor.execute("SET session_replication_role = origin")
         _insert_history(cursor, Fact, "recorded_at")

@@ -99,9 +99,12 @@ def _in(field: str, choices: type[models.TextChoices]) -> Q:
 # summary_source stays out of history: it never changes after the summary is
 # written, and withdrawal (R8) then has one copy of it to erase, not many.
 # meaning_check_pending stays out of history too: it only says that a background
-# task still owes the guard's second look, and clears with the embedding.
-# So does lexical_signature, which is worked out from the statement (rules/text.py).
-@tracked(exclude=["embedding", "summary_source", "meaning_check_pending", "lexical_signature"], erasable=True)
+# task still owes the guard's second look, and clears with the embedding. So do
+# claims and lexical_signature, which are worked out from the statement history keeps.
+@tracked(
+    exclude=["embedding", "summary_source", "meaning_check_pending", "lexical_signature", "claims"],
+    erasable=True,
+)
 class Fact(models.Model):
     # No index of its own: every index of the table that a project's reads use
     # starts with the project (migration 0041).
@@ -170,6 +173,12 @@ class Fact(models.Model):
     # What a summary was made from (R17's source_text): the console diffs the
     # check's dropped items against it. Null when none was given or once erased.
     summary_source = models.TextField(null=True, blank=True)
+    # What the statement claims (rules.contradictions.stored_claims), read when
+    # the statement is stored so that retrieval does not read it again. Null
+    # until then (manage.py store_fact_claims fills older rows); a value read
+    # from another statement, key or reader version is ignored where it is
+    # used. Erased with the statement (R8): it repeats the statement's values.
+    claims = models.TextField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-recorded_at", "-id"]

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import bisect
 import functools
+import hashlib
+import json
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
@@ -797,6 +799,68 @@ def infer_key(statement: str) -> str | None:
     return None
 
 
+# --- stored claims ----------------------------------------------------------
+#
+# Reading a statement's claims costs ~80 µs (fourteen readings per clause), and
+# a first round compares every eligible candidate's: a process that has not
+# seen a principal before (a restart, or one of many web processes) read them
+# all, thousands for the largest principals. So a fact's claims are read once,
+# when its statement is stored, and kept on its row (``Fact.claims``) in the
+# text ``stored_claims`` makes. That text begins with a check of what it was
+# read from: the reader's version, the key and the statement. Stored claims
+# whose check does not match (a statement changed by a path that did not store
+# them again, or a reader that changed since) are ignored and the statement is
+# read afresh, so storing them can make a retrieval faster, never different.
+
+# Raise it with any change to what ``claims_of`` returns for some statement:
+# every stored value is then ignored until ``manage.py store_fact_claims``
+# stores it again. tests/governance/rules/test_contradictions.py pins the
+# claims of a corpus to this number.
+CLAIMS_VERSION = 1
+_CHECK_CHARS = 16  # a 64-bit check, in hex: a changed statement never passes by chance
+
+
+def _claims_check(statement: str, key: str | None) -> str:
+    # None and "" are one key to claims_of (key_attribute reads neither).
+    read_from = f"{CLAIMS_VERSION}\0{key or ''}\0{statement}".encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(read_from, digest_size=_CHECK_CHARS // 2).hexdigest()
+
+
+def stored_claims(statement: str, key: str | None) -> str:
+    """``claims_of(statement, key)`` as a fact's row keeps them: the check, then the claims as JSON."""
+    claims = [
+        [c.attribute, c.subject, sorted(c.values), c.scope, c.negated | c.additive << 1 | c.hedged << 2]
+        for c in claims_of(statement, key)
+    ]
+    return _claims_check(statement, key) + json.dumps(claims, ensure_ascii=False, separators=(",", ":"))
+
+
+def holds_claims_of(stored: str | None, statement: str, key: str | None) -> bool:
+    """Whether ``stored`` was made by ``stored_claims`` from this statement and key, by this reader."""
+    return stored is not None and stored[:_CHECK_CHARS] == _claims_check(statement, key)
+
+
+def claims_from_store(stored: str | None, statement: str, key: str | None) -> tuple[Claim, ...]:
+    """``claims_of(statement, key)``, taken from ``stored`` when that was made from them by this reader."""
+    if stored is None:
+        return claims_of(statement, key)
+    return _trusted_claims(stored, statement, key)
+
+
+@functools.lru_cache(maxsize=65_536)
+def _trusted_claims(stored: str, statement: str, key: str | None) -> tuple[Claim, ...]:
+    """Cached like ``claims_of``: the same rows come back round after round."""
+    if not holds_claims_of(stored, statement, key):
+        return claims_of(statement, key)
+    claims = stored[_CHECK_CHARS:]
+    if claims == "[]":
+        return ()  # most statements claim nothing the vocabulary knows: no JSON to read
+    return tuple(
+        Claim(attribute, subject, frozenset(values), scope, bool(flags & 1), bool(flags & 2), bool(flags & 4))
+        for attribute, subject, values, scope, flags in json.loads(claims)
+    )
+
+
 # --- conflict -------------------------------------------------------------
 
 
@@ -890,6 +954,7 @@ class Statement:
     is_project_fact: bool
     source_type: str
     when: datetime  # the fact's last verification
+    stored_claims: str | None = None  # the fact row's (``stored_claims``), when read with it
 
     def newer_than(self, other: Statement) -> bool:
         return (self.when, self.fact_id) > (other.when, other.fact_id)
@@ -954,7 +1019,9 @@ def conflict_losers(statements: Sequence[Statement], rulings: PairRulings = NO_R
     that several facts beat is mapped to the first of them in ``statements``.
     """
     claims = {
-        s.fact_id: claims_of(s.statement, s.key) for s in statements if s.kind not in _NOT_COMPARED_KINDS
+        s.fact_id: claims_from_store(s.stored_claims, s.statement, s.key)
+        for s in statements
+        if s.kind not in _NOT_COMPARED_KINDS
     }
     compared = [s for s in statements if claims.get(s.fact_id)]
     losers = _contradiction_losers(compared, [claims[s.fact_id] for s in compared], rulings.kept)

@@ -97,6 +97,8 @@ class Candidate:
     last_verified_at: datetime
     relevance: float | None = None  # cosine similarity to the query; None without a query
     embedding: tuple[float, ...] | None = None
+    # What the fact's row keeps of its statement's claims (contradictions.stored_claims), if read.
+    stored_claims: str | None = None
 
 
 # The fact columns a candidate is built from, besides the fact's id: read from the
@@ -676,6 +678,7 @@ def _statement(candidate: Candidate) -> contradictions.Statement:
         is_project_fact=candidate.is_project_fact,
         source_type=candidate.source_type,
         when=candidate.last_verified_at,
+        stored_claims=candidate.stored_claims,
     )
 
 

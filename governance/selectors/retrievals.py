@@ -60,10 +60,10 @@ assert (
     *("authority", "confidence", "valid_from", "valid_to", "last_verified_at"),
 ) == CANDIDATE_FIELDS
 
-# A row of the candidate read: the candidate's columns, when its status last
-# changed (the history part's order; NULL in the other parts), its distance
-# to the query, and its part.
-ROW_FIELDS = (*CANDIDATE_FIELDS, "status_changed_at", "distance", "part")
+# A row of the candidate read: the candidate's columns, its stored claims
+# (``Candidate.stored_claims``), when its status last changed (the history
+# part's order; NULL in the other parts), its distance to the query, and its part.
+ROW_FIELDS = (*CANDIDATE_FIELDS, "claims", "status_changed_at", "distance", "part")
 # Where each column sits in a row (``stands`` reads a cached row by these).
 POSITIONS = {name: position for position, name in enumerate(ROW_FIELDS)}
 _ID, _KIND = POSITIONS["id"], POSITIONS["kind"]
@@ -78,7 +78,7 @@ def _to_candidates(rows: Iterable[Row]) -> list[Candidate]:
     candidates = []
     for row in rows:
         _id, kind, key, statement, status, principal_id, source_type, source_ref = row[:8]
-        authority, confidence, valid_from, valid_to, last_verified_at = row[8:_CHANGED]
+        authority, confidence, valid_from, valid_to, last_verified_at, stored_claims = row[8:_CHANGED]
         if valid_from is not None:
             valid_from = instant(valid_from)
         if valid_to is not None:
@@ -101,6 +101,7 @@ def _to_candidates(rows: Iterable[Row]) -> list[Candidate]:
                 valid_to=valid_to,
                 last_verified_at=last_verified_at,
                 relevance=None if distance is None else max(0.0, 1.0 - float(distance)),
+                stored_claims=stored_claims,
             )
         )
     return candidates
@@ -178,10 +179,10 @@ _CANDIDATE_SQL = [
     f"(EXTRACT(EPOCH FROM f.{name}) * 1000000)::int8" if name in _INSTANTS else f"f.{name}"
     for name in CANDIDATE_FIELDS
 ]
-_COLUMNS = ", ".join([*_CANDIDATE_SQL, "f.status_changed_at"])
+_COLUMNS = ", ".join([*_CANDIDATE_SQL, "f.claims", "f.status_changed_at"])
 # Only the history part is ordered by when a status changed (``_merge`` too);
 # the other parts leave it out rather than send and parse a timestamp per row.
-_COLUMNS_UNCHANGED = ", ".join([*_CANDIDATE_SQL, "NULL::timestamptz"])
+_COLUMNS_UNCHANGED = ", ".join([*_CANDIDATE_SQL, "f.claims", "NULL::timestamptz"])
 _DISTANCE_SQL = {True: "f.embedding <=> %(query)s::vector", False: "NULL::float8"}
 
 # R1: whose facts a part reads (``candidates`` picks one).
@@ -358,7 +359,7 @@ def project_facts(project_id: int, generation: int) -> _ProjectFacts:
         Fact.objects.filter(project_id=project_id, principal__isnull=True, session__isnull=True)
         .exclude(kind="slot")
         .order_by("id")
-        .values_list(*CANDIDATE_FIELDS, "status_changed_at", "embedding")
+        .values_list(*CANDIDATE_FIELDS, "claims", "status_changed_at", "embedding")
     )
     with_vector = tuple(i for i, row in enumerate(found) if row[-1] is not None)
     vectors = numpy.array([found[i][-1] for i in with_vector], dtype=numpy.float64)
@@ -590,7 +591,7 @@ def ended_sessions(principal: Principal) -> tuple[EndedSession, ...]:
 # columns (and, in the header, the principal's and the session's) are not sent
 # and parsed again for each fact.
 _BLOCK_FIELDS = ("id", "mode", "text", "tokens", "fact_ids", "items", "hint_session_id", "created_at")
-_BLOCK_FACT = ", ".join([*_CANDIDATE_SQL, "NULL", "NULL", "'block'"])
+_BLOCK_FACT = ", ".join([*_CANDIDATE_SQL, "f.claims", "NULL", "NULL", "'block'"])
 _BLOCK_SELECT = f"""
 SELECT {", ".join(f"b.{name}" for name in _BLOCK_FIELDS)},
        (SELECT json_agg(json_build_array({_BLOCK_FACT})) FROM governance_fact f

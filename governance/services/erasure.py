@@ -256,6 +256,7 @@ def erase_fact_batch(job_id: UUID, batch_size: int = BATCH) -> int:
         status_reason=ERASED_REASON,
         status_changed_at=now,
         statement="",
+        claims=None,
         embedding=None,
         embedded_at=None,
         meaning_check_pending=False,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -23,7 +24,7 @@ from governance.models import (
 )
 from governance.models.retrievals import events_naming
 from governance.models.writes import REVIEWABLE
-from governance.rules import identifiers
+from governance.rules import contradictions, identifiers
 from governance.rules import withdrawal as withdrawal_rules
 from governance.rules.rendering import single_line
 from governance.rules.text import keyed_digest, lexical_signature, statement_fingerprint
@@ -392,6 +393,8 @@ def _withdraw_one(
     fact.status_reason = reason
     fact.status_changed_at = now
     fact.statement = ""
+    # What the statement claimed repeats its values ("lives in Leeds").
+    fact.claims = None
     fact.embedding = None
     fact.embedded_at = None
     fact.meaning_check_pending = False  # nothing left to read
@@ -647,6 +650,58 @@ def statement_digest(text: str) -> str:
     holds an export cannot confirm a guessed statement after it was withdrawn.
     """
     return keyed_digest(text, settings.TOMBSTONE_KEY.encode())
+
+
+CLAIMS_BATCH = 1000
+# Only where the statement and key are still those read: a fact edited or
+# erased meanwhile keeps what its own change stored (none, once erased: R8).
+_STORE_CLAIMS = (
+    "UPDATE governance_fact f SET claims = v.claims"
+    " FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[]) v(id, statement, key, claims)"
+    " WHERE f.id = v.id AND f.statement = v.statement AND f.key IS NOT DISTINCT FROM v.key"
+)
+
+
+@dataclass(frozen=True)
+class StoredClaims:
+    stored: int  # facts whose claims were missing or outdated, and are now stored
+    current: int  # facts whose stored claims were already this reader's
+
+
+def store_claims(*, batch_size: int = CLAIMS_BATCH) -> StoredClaims:
+    """Store the claims of every fact that has none, or whose stored claims another
+    statement, key or reader version made (``contradictions.stored_claims``).
+
+    Facts written since migration 0047 have theirs; this fills older ones, and
+    renews all of them after a change of ``CLAIMS_VERSION``. One transaction
+    per batch, in id order, so a large table is never locked at once. Erased
+    statements are left without claims (R8). Not audited, as an index is not:
+    the claims say nothing the statement does not, and retrieval decides the
+    same with or without them.
+    """
+    stored = current = 0
+    after = 0
+    while True:
+        with transaction.atomic():
+            rows = list(
+                Fact.objects.filter(pk__gt=after)
+                .exclude(statement="")
+                .order_by("pk")
+                .values_list("pk", "statement", "key", "claims")[:batch_size]
+            )
+            if not rows:
+                break
+            after = rows[-1][0]
+            changed = []
+            for pk, statement, key, claims in rows:
+                if not contradictions.holds_claims_of(claims, statement, key):
+                    changed.append((pk, statement, key, contradictions.stored_claims(statement, key)))
+            if changed:
+                with connection.cursor() as cursor:
+                    cursor.execute(_STORE_CLAIMS, [list(column) for column in zip(*changed, strict=True)])
+                    stored += cursor.rowcount
+            current += len(rows) - len(changed)
+    return StoredClaims(stored=stored, current=current)
 
 
 DISPUTE_CHECK = "disputed"

@@ -331,6 +331,7 @@ def _refuse_undo_of_approval(fact: Fact | None) -> None:
 def _set_statement(fact: Fact, write: Write, statement: str) -> None:
     fact.statement = statement
     fact.statement_digest = statement_digest(statement)
+    fact.claims = contradictions.stored_claims(statement, fact.key)
     fact.fingerprint = statement_fingerprint(statement, fingerprint_key())
     fact.lexical_signature = lexical_signature(statement, fingerprint_key())
     fact.embedding = None

@@ -1598,6 +1598,8 @@ def _new_fact(
         embedding=embedding,
         meaning_check_pending=meaning_check_pending,
         lexical_signature=lexical_signature(write.statement, fingerprint_key()),
+        # Read once, as the fact is stored, not by each retrieval that compares it (R6).
+        claims=contradictions.stored_claims(write.statement, write.key),
     )
 
 

@@ -52,3 +52,17 @@ def test_a_vector_is_stored_as_the_float4_values_it_was_given() -> None:
         stored = cursor.fetchone()[0]
     assert np.array_equal(np.array(stored[1:-1].split(","), dtype=np.float32), expected)
     assert Fact.objects.get(pk=fact.pk).embedding is not None
+
+
+@pytest.mark.django_db
+def test_a_facts_stored_claims_stay_out_of_its_history(project) -> None:
+    from governance.rules.contradictions import stored_claims
+
+    fact = FactFactory.create(project=project, statement="I live in Leeds.")
+    history = Fact.pgh_event_model.objects.filter(pgh_obj_id=fact.pk)  # type: ignore[attr-defined]  # pghistory adds it
+    assert history.count() == 1
+    # Storing them is no change to the fact: history, which the statement's
+    # erasure must reach everywhere (R8), gets neither a row nor a copy.
+    Fact.objects.filter(pk=fact.pk).update(claims=stored_claims(fact.statement, None))
+    assert history.count() == 1
+    assert "claims" not in {f.name for f in Fact.pgh_event_model._meta.fields}  # type: ignore[attr-defined]

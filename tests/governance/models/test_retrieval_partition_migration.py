@@ -87,8 +87,7 @@ def _shape() -> dict[str, Any]:
 def test_existing_events_move_into_monthly_partitions_and_keep_what_points_at_them(
     support_bot: Any,
 ) -> None:
-    # Made at today's schema (the model writes every column it has today, some of
-    # which 0033 lacks); pointed at an event below with an UPDATE of that one column.
+    # Made with today's columns (the model's), before the fact table loses the later ones.
     derived = FactFactory.create(project=support_bot.agent.project)
     _migrate(BEFORE)
     assert _scalar("SELECT relkind FROM pg_class WHERE oid = 'governance_retrievalevent'::regclass") == "r"

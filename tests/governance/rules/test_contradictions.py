@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -324,3 +327,122 @@ def test_a_conflict_review_is_the_systems_check_with_an_older_fact_named() -> No
     # reference without an older fact: not conflict reviews.
     assert not is_conflict_review("chat:42", 11)
     assert not is_conflict_review("conflict-check:fact-12", None)
+
+
+# --- stored claims ----------------------------------------------------------
+
+ROOT = Path(__file__).parents[3]
+KEYS = (None, "primary_language", "home_city", "country", "timezone", "editor", "deployment_region")
+
+
+def _corpus() -> list[tuple[str, str | None]]:
+    """Statements the reader finds claims in and statements it finds none in, each read under several keys."""
+    texts = {text for text, _ in _WORDINGS}
+    for case in CASES:
+        texts |= {case["older"], case["newer"]}
+    for name in ("benign.jsonl", "attacks.jsonl"):
+        for line in (ROOT / "tests" / "data" / "guard" / name).read_text().splitlines():
+            texts.add(json.loads(line)["text"])
+    for scenario in sorted((ROOT / "governance" / "scenarios").glob("*.yaml")):
+        for step in yaml.safe_load(scenario.read_text()).get("steps", []):
+            for action in step.values() if isinstance(step, dict) else ():
+                if isinstance(action, dict) and isinstance(action.get("statement"), str):
+                    texts.add(action["statement"])
+    variants = {
+        variant
+        for text in texts
+        for variant in (
+            *(f"{hedge} {text[:1].lower()}{text[1:]}" for hedge in _HEDGES),
+            text.upper(),
+            text.replace(" ", "  "),
+            text.rstrip(".") + " too.",
+            text.rstrip(".") + " next month.",
+            text.replace(" I ", " I no longer ", 1),
+        )
+    }
+    return [(text, key) for text in sorted(texts) for key in KEYS] + [
+        (text, None) for text in sorted(variants)
+    ]
+
+
+# Words a claim's qualities turn on (hedged, negated, future), put in front of the corpus's statements.
+_HEDGES = (
+    *("I think", "Maybe", "Perhaps", "Probably", "I guess", "Possibly", "Sometimes", "Apparently"),
+    *("I believe", "Not sure, but", "Occasionally", "Also,", "In addition,", "No longer:", "Soon,"),
+)
+
+
+def test_stored_claims_give_back_what_the_reader_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    corpus = _corpus()
+    stored = [contradictions.stored_claims(text, key) for text, key in corpus]
+    expected = [claims_of(text, key) for text, key in corpus]
+    assert sum(1 for claims in expected if claims) > 300  # the corpus exercises the reader
+
+    # A process that has read none of them reads none of them again.
+    monkeypatch.setattr(contradictions, "claims_of", _no_reading)
+    contradictions._trusted_claims.cache_clear()
+    try:
+        taken = [
+            contradictions.claims_from_store(s, text, key)
+            for s, (text, key) in zip(stored, corpus, strict=True)
+        ]
+    finally:
+        contradictions._trusted_claims.cache_clear()
+    assert taken == expected
+
+
+def _no_reading(statement: str, key: str | None = None) -> tuple[contradictions.Claim, ...]:
+    raise AssertionError(f"read {statement!r} again")
+
+
+def test_claims_stored_from_another_statement_key_or_reader_are_read_afresh(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    leeds = contradictions.stored_claims("I live in Leeds.", None)
+    # The statement changed under its stored claims (a path that did not store them again).
+    assert contradictions.claims_from_store(leeds, "I enjoy walks around Leeds.", None) == ()
+    (york,) = contradictions.claims_from_store(leeds, "I live in York.", None)
+    assert york.values == frozenset({"york"})
+    # A bare value means something else under another key.
+    rust = contradictions.stored_claims("Rust", None)
+    (language,) = contradictions.claims_from_store(rust, "Rust", "primary_language")
+    assert language.attribute == "programming_language"
+    # A reader that changed since: what an older one stored is not trusted.
+    monkeypatch.setattr(contradictions, "CLAIMS_VERSION", contradictions.CLAIMS_VERSION + 1)
+    assert not contradictions.holds_claims_of(leeds, "I live in Leeds.", None)
+    assert contradictions.holds_claims_of(
+        contradictions.stored_claims("I live in Leeds.", None), "I live in Leeds.", None
+    )
+
+
+def test_the_claims_version_names_what_the_reader_reads() -> None:
+    # Stored claims are trusted by CLAIMS_VERSION: a change to what the reader
+    # finds must raise it (then pin the new digest here), or retrieval would
+    # keep the claims an older reader stored.
+    claims = [
+        contradictions.stored_claims(text, key)[contradictions._CHECK_CHARS :] for text, key in _corpus()
+    ]
+    digest = hashlib.sha256("\n".join(claims).encode()).hexdigest()
+    assert (contradictions.CLAIMS_VERSION, digest) == (
+        1,
+        "e1acef04911e6da4f82581daf73d36db8f886f39f65e21164721bd86537573a8",
+    )
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_facts_with_stored_claims_lose_as_facts_read_afresh(seed: int) -> None:
+    rng = random.Random(seed)
+    facts = []
+    for fact_id in rng.sample(range(1, 100_000), 1_000):
+        statement, key = rng.choice(_WORDINGS)
+        fact = st(fact_id, statement, days=rng.randrange(0, 30), key=key, project=rng.random() < 0.2)
+        roll = rng.random()
+        # Stored for this statement, for another (ignored), or not stored.
+        if roll < 0.6:
+            fact.stored_claims = contradictions.stored_claims(statement, key)
+        elif roll < 0.8:
+            fact.stored_claims = contradictions.stored_claims(rng.choice(_WORDINGS)[0], key)
+        facts.append(fact)
+    bare = [replace(fact, stored_claims=None) for fact in facts]
+    assert conflict_losers(facts) == conflict_losers(bare)
+    assert len(conflict_losers(bare)) > 100

@@ -13,9 +13,12 @@ from django.utils import timezone
 
 from governance.models import Fact, Principal, Project
 from governance.models.facts import vector_text
+from governance.rules import contradictions
 from governance.rules.policy import PolicySettings
 from governance.selectors import retrievals as selectors
-from tests.personas import FactFactory, PrincipalFactory
+from governance.services import retrievals
+from governance.services.retrievals import RetrieveRequest
+from tests.personas import AgentPersona, FactFactory, PrincipalFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -460,3 +463,35 @@ def test_the_candidate_read_gives_the_same_rows_prepared_or_planned_for_its_valu
         found.setdefault(plan_once, []).append(read)
     assert found[False][0] == found[True][0] == found[True][1]
     assert {c.fact_id for c in found[True][0]} >= {people["facts"]["profile"].pk, people["facts"]["near"].pk}
+
+
+def test_every_candidate_carries_the_claims_its_fact_keeps(
+    project: Project, people: dict[str, Any], support_bot: AgentPersona
+) -> None:
+    # Stored as a write stores them (these facts were stored directly, without).
+    for pk, statement, key in Fact.objects.values_list("pk", "statement", "key"):
+        Fact.objects.filter(pk=pk).update(claims=contradictions.stored_claims(statement, key))
+    kept = dict(Fact.objects.values_list("pk", "claims"))
+    alice, now, facts = people["alice"], people["now"], people["facts"]
+    generation = selectors.retrieval_header(project, "alice").facts_generation
+    for cached in (None, generation):
+        found = selectors.candidates(
+            project, alice, None, POLICY, unit(0), now=now, session_start=True, facts_generation=cached
+        )
+        # Static, history and nearest parts, the project's facts among them.
+        assert {facts[name].pk for name in ("profile", "project", "superseded", "near")} <= {
+            c.fact_id for c in found
+        }
+        assert {c.fact_id: c.stored_claims for c in found} == {c.fact_id: kept[c.fact_id] for c in found}
+    # A later round's cached start block brings its facts with theirs.
+    agent = support_bot.agent
+    assert agent.active_policy is not None
+    retrievals.retrieve(agent, RetrieveRequest("alice", "s-1", "", 1, True))
+    header = selectors.retrieval_header(
+        project, "alice", agent=agent, session="s-1", block_key=(True, agent.active_policy)
+    )
+    assert header.block is not None
+    in_block = header.block[1]
+    assert in_block and {c.fact_id: c.stored_claims for c in in_block} == {
+        c.fact_id: kept[c.fact_id] for c in in_block
+    }

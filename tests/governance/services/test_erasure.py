@@ -218,6 +218,7 @@ def test_after_erasure_no_table_holds_anything_the_person_said(
         assert where_text_holds(marker(name)), f"{name} was never planted"
     assert len(vectors) >= 8 and where_vectors_hold(vectors)
     assert SessionBlock.objects.filter(principal=person).count() == 2
+    assert Fact.objects.filter(principal=person, claims__isnull=False).count() >= 8
     checkpoints.write_checkpoints()
 
     forget(person, reviewer, django_capture_on_commit_callbacks)
@@ -225,6 +226,8 @@ def test_after_erasure_no_table_holds_anything_the_person_said(
     leftovers = {name: where_text_holds(marker(name)) for name in markers}
     assert {name: where for name, where in leftovers.items() if where} == {}
     assert where_text_holds(MARK) == []
+    # Nor what their statements claimed ("lives in Lisbon"), which repeats their values.
+    assert not Fact.objects.filter(principal=person, claims__isnull=False).exists()
     assert where_vectors_hold(vectors) == []
     # The external id survives only where the chain quotes a source ref that embedded it
     # (a rule's supersession reason): never-erased records, see docs/erasure.md.

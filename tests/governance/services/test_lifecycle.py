@@ -181,6 +181,7 @@ def test_withdrawn_fact_is_absent_from_export_content(client, support_bot, remem
 def test_withdrawn_statement_and_embedding_are_gone_from_every_column(support_bot, remembered):
     assert rows_containing(FRAGMENT), "the scan must see the statement while it is remembered"
     assert vectors_equal_to(VECTOR)
+    assert Fact.objects.get(pk=remembered).claims is not None
 
     withdraw(support_bot, remembered)
 
@@ -188,6 +189,8 @@ def test_withdrawn_statement_and_embedding_are_gone_from_every_column(support_bo
     assert vectors_equal_to(VECTOR) == []
     fact = Fact.objects.get(pk=remembered)
     assert (fact.status, fact.statement, fact.embedding, fact.embedded_at) == ("withdrawn", "", None, None)
+    # What the statement claimed ("dark mode") went with it.
+    assert fact.claims is None
     # What remains: a tombstone with a keyed hash, and an audit chain that still verifies.
     tombstone = Tombstone.objects.get(fact=fact)
     assert tombstone.fingerprint == fact.fingerprint and tombstone.actor == "agent:support-bot"

@@ -6,12 +6,18 @@ get; these check what one retrieval records and what it refuses.
 
 from __future__ import annotations
 
-import pytest
+from collections.abc import Iterator
+from datetime import timedelta
 
-from governance.models import RetrievalEvent, RetrievalFeedback, Session
+import pytest
+from django.utils import timezone
+
+from governance.models import Fact, RetrievalEvent, RetrievalFeedback, Session
+from governance.rules import contradictions
 from governance.services import retrievals
 from governance.services.retrievals import RetrieveRequest
-from tests.personas import AgentPersona
+from tests.helpers import candidate
+from tests.personas import AgentPersona, FactFactory, PrincipalFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -128,3 +134,60 @@ def test_a_withdrawn_or_superseded_project_fact_is_never_served_from_the_cache(
     for session, principal in (("after-3", "alice"), ("after-4", None)):
         selected = served(session, principal)
         assert hours not in selected and newer in selected
+
+
+@pytest.fixture
+def new_process() -> Iterator[None]:
+    """A process that has read no stored claims yet (after a restart, or another web process)."""
+    contradictions._trusted_claims.cache_clear()
+    yield
+    # What the test's stand-in reader found must not outlive it.
+    contradictions.claims_of.cache_clear()
+    contradictions._trusted_claims.cache_clear()
+
+
+def two_cities(bot: AgentPersona) -> tuple[Fact, Fact]:
+    """Two active facts about where Alice lives, stored as a write stores them (claims
+    included), and with no review waiting on the pair: only their words can tell
+    that the older one is out of date."""
+    alice = PrincipalFactory(project=bot.agent.project, external_id="alice")
+
+    def fact(statement: str, days: int) -> Fact:
+        observed = timezone.now() - timedelta(days=days)
+        return FactFactory.create(
+            project=bot.agent.project,
+            principal=alice,
+            kind="profile",
+            statement=statement,
+            source_observed_at=observed,
+            claims=contradictions.stored_claims(statement, None),
+        )
+
+    facts = fact("I live in Leeds.", 3), fact("I live in York now.", 1)
+    # Then the retrieval runs in a process that has read neither statement.
+    contradictions.claims_of.cache_clear()
+    return facts
+
+
+def test_a_first_round_decides_contradictions_by_the_claims_stored_with_the_facts(
+    support_bot, new_process, monkeypatch
+):
+    leeds, _york = two_cities(support_bot)
+    # A reader that finds nothing: only the stored claims can tell the two apart.
+    monkeypatch.setattr(contradictions, "_clause_claims", lambda clause: [])
+
+    event, _ = ask(support_bot)
+
+    assert "York" in event.context and "Leeds" not in event.context
+    assert candidate(event.pk, leeds.pk).reason == "conflict_lost"
+
+
+def test_a_statement_changed_without_its_claims_is_compared_by_its_new_words(support_bot, new_process):
+    leeds, york = two_cities(support_bot)
+    # Changed where the claims were not stored again (an UPDATE by hand, a restored row).
+    Fact.objects.filter(pk=york.pk).update(statement="I enjoy walks around York now.")
+
+    event, _ = ask(support_bot)
+
+    assert "Leeds" in event.context and "walks around York" in event.context
+    assert candidate(event.pk, leeds.pk).decision == "selected"

@@ -11,6 +11,7 @@ from django.db import connection
 from django.utils import timezone
 
 from governance.models import AuditEntry, Fact, ReviewDecision, Supersession, Write
+from governance.rules import contradictions
 from governance.selectors.audit import verify_chain
 from governance.services import audit, retrievals, reviews
 from governance.services.reviews import AlreadyDecided, Decision, InvalidDecision
@@ -88,6 +89,8 @@ def test_edit_and_approve_activates_the_edited_statement_and_keeps_what_the_agen
     fact = Fact.objects.get(pk=write.fact_id)
     assert (fact.status, fact.statement) == ("active", "Enjoys hiking on weekends")
     assert write.statement == PENDING
+    # Retrieval compares the fact by what the approved words claim, stored with them.
+    assert contradictions.holds_claims_of(fact.claims, fact.statement, fact.key)
     decision = ReviewDecision.objects.get(write=write)
     assert (decision.action, decision.edited_statement) == ("edit_approve", "Enjoys hiking on weekends")
 
@@ -236,6 +239,7 @@ def test_undo_of_an_edited_approval_restores_what_the_agent_sent(support_bot, re
 
     fact = Fact.objects.get(pk=write.fact_id)
     assert (fact.status, fact.statement) == ("pending_review", PENDING)
+    assert contradictions.holds_claims_of(fact.claims, fact.statement, fact.key)
 
 
 @pytest.mark.django_db

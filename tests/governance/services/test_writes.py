@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from governance import tasks
 from governance.context import actor_scope
 from governance.models import AuditEntry, Fact, Principal, Project, Supersession, Write
+from governance.rules import contradictions
 from governance.services import agents, writes
 from governance.services.writes import WriteRequest
 from tests.personas import AgentPersona, make_agent
@@ -124,6 +125,31 @@ def test_a_batch_refuses_only_the_write_it_cannot_take(support_bot):
     assert outcomes[0].write is not None and outcomes[0].write.status == "active"
     assert outcomes[1].write is None and isinstance(outcomes[1].refusal, writes.SourceNotAllowed)
     assert list(Write.objects.values_list("statement", flat=True)) == ["Prefers window seats"]
+
+
+def test_a_written_fact_keeps_what_its_statement_claims_alone_or_in_a_batch(support_bot):
+    one = submit(support_bot, request("I live in Leeds."))
+    with actor_scope(f"agent:{support_bot.agent.slug}"):
+        batch = writes.submit_batch(
+            support_bot.agent,
+            [
+                request("Rust", key="primary_language", principal="bob"),
+                request("Prefers window seats", principal="carol"),
+            ],
+        )
+
+    facts = [Fact.objects.get(pk=w.fact.pk) for w in (one, *(o.write for o in batch)) if w and w.fact]
+    assert len(facts) == 3
+    for fact in facts:
+        # Retrieval takes them from the row instead of reading the statement again.
+        assert contradictions.holds_claims_of(fact.claims, fact.statement, fact.key)
+        assert contradictions.claims_from_store(fact.claims, fact.statement, fact.key) == (
+            contradictions.claims_of(fact.statement, fact.key)
+        )
+    assert [c.attribute for f in facts[:2] for c in contradictions.claims_of(f.statement, f.key)] == [
+        "city",
+        "programming_language",
+    ]
 
 
 # --- statements per write (issue 13) ------------------------------------------------

@@ -94,7 +94,11 @@ def test_a_write_that_may_replace_one_contradicted_fact_but_not_another_waits_wh
 
     new = support_bot.write("I prefer phone calls for contact.", kind="preference", ref="chat:2")
 
-    assert (new["status"], new["fact"]["status"], new["supersedes"]) == ("pending_review", "pending_review", [])
+    assert (new["status"], new["fact"]["status"], new["supersedes"]) == (
+        "pending_review",
+        "pending_review",
+        [],
+    )
     assert any(f["check"] == "conflict" for f in new["findings"])
     assert not Supersession.objects.filter(new_fact_id=new["fact"]["id"]).exists()
     assert Fact.objects.get(pk=weak["fact"]["id"]).status == "active"

@@ -1247,15 +1247,16 @@ def _what_the_write_meets(
     Each sub-query is one probe of an existing index: the write fingerprint
     index, tombstone_fingerprint_idx, tombstone_value_digests_idx (GIN),
     write_agent_recent_idx, write_agent_derived_idx, write_agent_waiting_idx
-    and, for the duplicate look-ups, fact_principal_verified_idx. Eight round
-    trips were most of a write's statements (issue 13). ``duplicates`` adds the
-    active facts an unkeyed write may repeat. With ``principal_external_id`` the
+    and, for the duplicate look-ups, fact_principal_fingerprint_idx and
+    fact_active_kind_idx. Eight round trips were most of a write's statements
+    (issue 13). ``duplicates`` adds the active facts an unkeyed write may
+    repeat. With ``principal_external_id`` the
     principal is read here too (principal_external_id_unique), by its external id:
     one that does not exist yet has no facts and no tombstones, so its sub-queries
     compare with NULL and find nothing. ``contradiction_pool`` adds the active
     facts ``_contradicted_facts`` compares the write's claims with (but
     ``contradiction_pool_without``, a fact id): the rows its own query would
-    read, in its order (fact_principal_verified_idx), one round trip fewer.
+    read, in its order (fact_active_observed_idx), one round trip fewer.
     """
     project_id = agent.project_id
     digests = sorted(identifiers.value_digests(request.statement, fingerprint_key()))
@@ -1304,12 +1305,16 @@ def _what_the_write_meets(
     ]
     if duplicates:
         columns += [
-            f"(SELECT f.id FROM governance_fact f WHERE {same_slot} AND f.fingerprint = %s"
-            " ORDER BY f.id LIMIT 1)",
+            # The oldest active copy in the slot. The kind is compared in the aggregate's
+            # FILTER, not the WHERE: there, a plan made for no principal in particular
+            # would walk the principal's facts of the kind in id order
+            # (fact_active_kind_idx) looking for the copy, where the fingerprint names it.
+            "(SELECT min(f.id) FILTER (WHERE f.kind = %s) FROM governance_fact f WHERE f.project_id = %s"
+            f" AND {principal_is} AND {session_is} AND f.status = 'active' AND f.fingerprint = %s)",
             "(SELECT json_agg(json_build_array(c.id, c.statement)) FROM (SELECT f.id, f.statement"
             f" FROM governance_fact f WHERE {same_slot} ORDER BY f.id DESC LIMIT {NEAR_DUPLICATE_POOL}) c)",
         ]
-        params += [*slot_params, fingerprint, *slot_params]
+        params += [request.kind, project_id, *principal_params, *session_params, fingerprint, *slot_params]
     if contradiction_pool:
         # The filter, the order and the limit of _contradicted_facts' own query.
         without = "" if contradiction_pool_without is None else " AND f.id <> %s"

@@ -253,8 +253,8 @@ DATABASE_PGBOUNCER = env_bool("DATABASE_PGBOUNCER")
 if DATABASE_PGBOUNCER:
     for _alias in DATABASES.values():
         _alias["DISABLE_SERVER_SIDE_CURSORS"] = True
-# The retrieval's header and candidate read as prepared statements, planned
-# once per connection (governance/prepared.py); off behind PgBouncer.
+# The retrieval's header and candidate read, and a write's look-ups, as prepared
+# statements, planned once per connection (governance/prepared.py); off behind PgBouncer.
 DATABASE_PREPARED_STATEMENTS = env_bool("DATABASE_PREPARED_STATEMENTS", not DATABASE_PGBOUNCER)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

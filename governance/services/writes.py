@@ -21,6 +21,7 @@ from django.db import IntegrityError, connection, models, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from governance import prepared
 from governance.models import Agent, Fact, Principal, RetrievalEvent, Session, Write
 from governance.rules import contradictions, guard, identifiers
 from governance.rules import supersession as supersession_rules
@@ -1306,8 +1307,8 @@ def _what_the_write_meets(
     if duplicates:
         columns += [
             # The oldest active copy in the slot. The kind is compared in the aggregate's
-            # FILTER, not the WHERE: there, a plan made for no principal in particular
-            # would walk the principal's facts of the kind in id order
+            # FILTER, not the WHERE: there, a plan made once for no principal in particular
+            # (prepared, below) would walk the principal's facts of the kind in id order
             # (fact_active_kind_idx) looking for the copy, where the fingerprint names it.
             "(SELECT min(f.id) FILTER (WHERE f.kind = %s) FROM governance_fact f WHERE f.project_id = %s"
             f" AND {principal_is} AND {session_is} AND f.status = 'active' AND f.fingerprint = %s)",
@@ -1337,7 +1338,9 @@ def _what_the_write_meets(
         columns += ["(SELECT p.id FROM p)", "(SELECT p.created_at FROM p)", "(SELECT p.last_seen_at FROM p)"]
         params = [project_id, principal_external_id, *params]
     with connection.cursor() as cursor:
-        cursor.execute(f"{with_principal}SELECT {', '.join(columns)}", params)
+        # Planned once per connection and shape (which sub-queries, NULL or a value
+        # for the principal and the session): planning took longer than running it.
+        prepared.execute(cursor, f"{with_principal}SELECT {', '.join(columns)}", params)
         row = cursor.fetchone()
     write_id, fact_id, rejected, tombstone_id, values, recent, derived, waiting = row[:8]
     exact, candidates = row[8:10] if duplicates else (None, None)

@@ -13,6 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
+import pghistory
 from celery.schedules import crontab
 from csp.constants import NONCE, NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
@@ -152,6 +153,11 @@ INSTALLED_APPS = [
     "axes",
     "governance",
 ]
+# History rows (django-pghistory's event tables) are read only by the row they
+# record, pgh_obj (a fact's timeline, erasure, replay): an index on each foreign
+# key they copy served no query and was written by every insert (migration 0045).
+PGHISTORY_FOREIGN_KEY_FIELD = pghistory.ForeignKey(db_index=False)
+PGHISTORY_OBJ_FIELD = pghistory.ObjForeignKey(db_index=True)
 
 MIDDLEWARE = [
     # First: an oversized API body is refused before any middleware reads it.

@@ -1,13 +1,14 @@
-"""Server-side prepared statements for the retrieval's two big reads (issue 13).
+"""Server-side prepared statements for the reads that take longer to plan than to run (issue 13).
 
-A retrieval's header and candidate read take longer for PostgreSQL to plan
-than to run: for a principal of a few facts, ~1.3 ms of planning each against
-~0.2-0.4 ms of execution (docs/performance.md, "Prepared statements"). Django's
-client-side binding sends every statement as text, so every retrieval plans
-both again. Here each of those statements is prepared once per database
-connection and then run as ``EXECUTE name(values)``, through Django's cursor
-like any statement: the row-level-security wrapper still sets the project
-scope in front of it (the names start with ``NAME_PREFIX``, which
+A retrieval's header and candidate read, and a write's look-ups: for a
+principal of a few facts, ~0.8-1.5 ms of planning each against ~0.2-0.5 ms of
+execution (docs/performance.md, "Prepared statements" and "Writes: the
+write's look-ups prepared"). Django's client-side binding sends every
+statement as text, so every retrieval and every write planned them again.
+Here each of those statements is prepared once per database connection and
+then run as ``EXECUTE name(values)``, through Django's cursor like any
+statement: the row-level-security wrapper still sets the project scope in
+front of it (the names start with ``NAME_PREFIX``, which
 ``rls.SCOPED`` lists), the statement is logged and counted once, and errors
 are Django's. After five executions PostgreSQL keeps a generic plan when it
 is no costlier than the custom ones, and planning drops out. A statement is
@@ -43,7 +44,9 @@ from django.conf import settings
 NAME_PREFIX = "governance_prepared_"
 # Statements prepared on one connection at most; past it, statements are sent
 # as written. The retrieval has a handful of variants (``header_statement``,
-# ``candidate_statement``), so the cap only bounds a mistake.
+# ``candidate_statement``) and a write's look-ups one per shape (which
+# sub-queries, a principal or a session or none: a dozen or so in use), so the
+# cap only bounds a mistake. Each costs the server session 100-200 kB.
 MAX_PER_CONNECTION = 64
 
 # A placeholder as Django and psycopg write it: %(name)s, %s, or a literal %%.

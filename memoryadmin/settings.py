@@ -13,6 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
+import pghistory
 from celery.schedules import crontab
 from csp.constants import NONCE, NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
@@ -152,6 +153,11 @@ INSTALLED_APPS = [
     "axes",
     "governance",
 ]
+# History rows (django-pghistory's event tables) are read only by the row they
+# record, pgh_obj (a fact's timeline, erasure, replay): an index on each foreign
+# key they copy served no query and was written by every insert (migration 0045).
+PGHISTORY_FOREIGN_KEY_FIELD = pghistory.ForeignKey(db_index=False)
+PGHISTORY_OBJ_FIELD = pghistory.ObjForeignKey(db_index=True)
 
 MIDDLEWARE = [
     # First: an oversized API body is refused before any middleware reads it.
@@ -253,8 +259,8 @@ DATABASE_PGBOUNCER = env_bool("DATABASE_PGBOUNCER")
 if DATABASE_PGBOUNCER:
     for _alias in DATABASES.values():
         _alias["DISABLE_SERVER_SIDE_CURSORS"] = True
-# The retrieval's header and candidate read as prepared statements, planned
-# once per connection (governance/prepared.py); off behind PgBouncer.
+# The retrieval's header and candidate read, and a write's look-ups, as prepared
+# statements, planned once per connection (governance/prepared.py); off behind PgBouncer.
 DATABASE_PREPARED_STATEMENTS = env_bool("DATABASE_PREPARED_STATEMENTS", not DATABASE_PGBOUNCER)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -11,7 +11,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("governance", "0043_fact_meaning_check_pending"),
+        ("governance", "0045_cheaper_write_inserts"),
     ]
 
     operations = [

@@ -39,7 +39,10 @@ class AuditEntry(models.Model):
     survives erasure.
     """
 
-    project = models.ForeignKey(Project, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    # No index of its own: audit_recent_idx starts with the project (migration 0045).
+    project = models.ForeignKey(
+        Project, on_delete=models.PROTECT, null=True, blank=True, related_name="+", db_index=False
+    )
     sequence = models.PositiveBigIntegerField(null=True, blank=True)  # NULL until sealed
     actor = models.CharField(max_length=200)
     actor_user = models.ForeignKey(

@@ -155,7 +155,7 @@ class Fact(models.Model):
     # without the key it cannot confirm a guessed statement (R8).
     statement_digest = models.CharField(max_length=64)
     # Keyed hash of the normalised statement: matches re-submissions
-    # (fact_fingerprint_idx: equality only, so no pattern-matching twin).
+    # (fact_principal_fingerprint_idx: equality only, so no pattern-matching twin).
     fingerprint = models.CharField(max_length=64)
     derived_from_retrieval = models.ForeignKey(
         "governance.RetrievalEvent",
@@ -220,7 +220,26 @@ class Fact(models.Model):
             models.Index(fields=["project", "principal", "key"], name="fact_principal_key_idx"),
             models.Index(fields=["status", "valid_to"], name="fact_status_valid_to_idx"),
             models.Index(fields=["project", "status", "kind"], name="fact_project_status_idx"),
-            models.Index(fields=["fingerprint"], name="fact_fingerprint_idx"),
+            # A write's look-ups (services.writes._what_the_write_meets), planned once per
+            # connection: each reads its rows in the order it keeps them, so its generic plan
+            # stops after the newest 200 for a principal of any size (migration 0044).
+            # The near-duplicate pool: the newest active facts of one kind.
+            models.Index(
+                fields=["project", "principal", "kind", "id"],
+                condition=Q(status="active"),
+                name="fact_active_kind_idx",
+            ),
+            # The contradiction pool: the newest active observations.
+            models.Index(
+                fields=["project", "principal", "source_observed_at", "id"],
+                condition=Q(status="active"),
+                name="fact_active_observed_idx",
+            ),
+            # Copies of a statement are always looked for within one principal (or the
+            # project's own facts): a statement many people share is not read whole.
+            models.Index(
+                fields=["project", "principal", "fingerprint"], name="fact_principal_fingerprint_idx"
+            ),
             # The embedding sweep's look-up (facts owed a vector, oldest first):
             # small, since a fact leaves it seconds after it is written.
             models.Index(fields=["id"], condition=Q(embedded_at__isnull=True), name="fact_unembedded_idx"),

@@ -96,7 +96,8 @@ class Agent(models.Model):
 class Principal(models.Model):
     """The person a memory is about, by the strong external id the agent uses."""
 
-    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="principals")
+    # No index of its own: principal_external_id_unique starts with the project (migration 0045).
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="principals", db_index=False)
     external_id = models.CharField(max_length=200)
     created_at = models.DateTimeField(default=timezone.now)
     # The end of their latest session; R9 also counts their newest verified fact.

@@ -21,9 +21,11 @@ from django.db import IntegrityError, connection, models, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from governance import prepared
 from governance.models import Agent, Fact, Principal, RetrievalEvent, Session, Write
 from governance.rules import contradictions, guard, guard_plain, identifiers
 from governance.rules import supersession as supersession_rules
+from governance.rules import text as text_rules
 from governance.rules.provenance import ref_problem
 from governance.rules.text import (
     Lexical,
@@ -432,7 +434,8 @@ class _Batch:
         people = sorted({self.principals[r.principal].pk for r in requests if r.principal in self.principals})
         self.active_keys: set[tuple[str, str]] = set()
         self.exact: dict[tuple[str, str, str], int] = {}
-        self.pools: dict[tuple[str, str], list[tuple[int, str]]] = {}
+        # (fact id, statement, lexical signature), newest first.
+        self.pools: dict[tuple[str, str], list[tuple[int, str, int]]] = {}
         self.contradiction_pools: dict[str, list[tuple[datetime, int, str, str | None]]] = {}
         self.tombstone_values: dict[str, list[tuple[int, frozenset[str]]]] = {}
         self.digests = [sorted(identifiers.value_digests(r.statement, self.key)) for r in requests]
@@ -465,9 +468,10 @@ class _Batch:
                 " (SELECT json_agg(json_build_array(f.principal_id, f.kind, f.fingerprint, f.id)"
                 f" ORDER BY f.id) FROM governance_fact f WHERE {active}"
                 " AND f.principal_id = ANY(%s::bigint[]) AND f.fingerprint = ANY(%s::text[])),"
-                " (SELECT json_agg(json_build_array(s.principal_id, s.kind, c.id, c.statement))"
+                " (SELECT json_agg(json_build_array(s.principal_id, s.kind, c.id, c.statement,"
+                " c.lexical_signature))"
                 " FROM unnest(%s::bigint[], %s::varchar[]) s(principal_id, kind) CROSS JOIN LATERAL"
-                f" (SELECT f.id, f.statement FROM governance_fact f WHERE {active}"
+                f" (SELECT f.id, f.statement, f.lexical_signature FROM governance_fact f WHERE {active}"
                 " AND f.principal_id = s.principal_id AND f.kind = s.kind"
                 f" ORDER BY f.id DESC LIMIT {NEAR_DUPLICATE_POOL}) c),"
                 " (SELECT json_agg(json_build_array(s.principal_id, c.source_observed_at, c.id, c.statement,"
@@ -501,8 +505,8 @@ class _Batch:
         self.active_keys = {(names[pk], key) for pk, key in _json(held)}
         for pk, kind, fingerprint, fact_id in _json(exact):
             self.exact.setdefault((names[pk], kind, fingerprint), fact_id)
-        for pk, kind, fact_id, statement in _json(pools):
-            self.pools.setdefault((names[pk], kind), []).append((fact_id, statement))
+        for pk, kind, fact_id, statement, signature in _json(pools):
+            self.pools.setdefault((names[pk], kind), []).append((fact_id, statement, signature))
         for pool in self.pools.values():
             pool.sort(reverse=True)
         for pk, observed_at, fact_id, statement, key in _json(contradiction_pools):
@@ -540,6 +544,7 @@ class _Batch:
         same_slot = [f for f in made if f.kind == request.kind]
         exact = next((f.pk for f in same_slot if f.fingerprint == fingerprint), None)
         digests = set(self.digests[index])
+        wanted = text_rules.near_duplicates_of(request.statement, self.key)
         seen = Seen(
             write_id=write_id,
             fact_id=fact_id,
@@ -558,10 +563,15 @@ class _Batch:
             recent_derived=0,
             waiting=self.waiting,
             exact_duplicate_id=self.exact.get((name, request.kind, fingerprint), exact),
-            candidates=(
-                *((f.pk, f.statement) for f in reversed(same_slot)),
-                *self.pools.get((name, request.kind), []),
-            )[:NEAR_DUPLICATE_POOL],
+            # The pool as a single write reads it, less what cannot be a near-duplicate.
+            candidates=tuple(
+                (pk, statement)
+                for pk, statement, signature in (
+                    *((f.pk, f.statement, f.lexical_signature) for f in reversed(same_slot)),
+                    *self.pools.get((name, request.kind), []),
+                )[:NEAR_DUPLICATE_POOL]
+                if wanted.admits(signature)
+            ),
         )
         meaning_later = vector is ...
         embedding = None if isinstance(vector, EllipsisType) else vector
@@ -1344,15 +1354,16 @@ def _what_the_write_meets(
     Each sub-query is one probe of an existing index: the write fingerprint
     index, tombstone_fingerprint_idx, tombstone_value_digests_idx (GIN),
     write_agent_recent_idx, write_agent_derived_idx, write_agent_waiting_idx
-    and, for the duplicate look-ups, fact_principal_verified_idx. Eight round
-    trips were most of a write's statements (issue 13). ``duplicates`` adds the
-    active facts an unkeyed write may repeat. With ``principal_external_id`` the
+    and, for the duplicate look-ups, fact_principal_fingerprint_idx and
+    fact_active_kind_idx. Eight round trips were most of a write's statements
+    (issue 13). ``duplicates`` adds the active facts an unkeyed write may
+    repeat. With ``principal_external_id`` the
     principal is read here too (principal_external_id_unique), by its external id:
     one that does not exist yet has no facts and no tombstones, so its sub-queries
     compare with NULL and find nothing. ``contradiction_pool`` adds the active
     facts ``_contradicted_facts`` compares the write's claims with (but
     ``contradiction_pool_without``, a fact id): the rows its own query would
-    read, in its order (fact_principal_verified_idx), one round trip fewer.
+    read, in its order (fact_active_observed_idx), one round trip fewer.
     """
     project_id = agent.project_id
     digests = sorted(identifiers.value_digests(request.statement, fingerprint_key()))
@@ -1401,12 +1412,20 @@ def _what_the_write_meets(
     ]
     if duplicates:
         columns += [
-            f"(SELECT f.id FROM governance_fact f WHERE {same_slot} AND f.fingerprint = %s"
-            " ORDER BY f.id LIMIT 1)",
-            "(SELECT json_agg(json_build_array(c.id, c.statement)) FROM (SELECT f.id, f.statement"
-            f" FROM governance_fact f WHERE {same_slot} ORDER BY f.id DESC LIMIT {NEAR_DUPLICATE_POOL}) c)",
+            # The oldest active copy in the slot. The kind is compared in the aggregate's
+            # FILTER, not the WHERE: there, a plan made once for no principal in particular
+            # (prepared, below) would walk the principal's facts of the kind in id order
+            # (fact_active_kind_idx) looking for the copy, where the fingerprint names it.
+            "(SELECT min(f.id) FILTER (WHERE f.kind = %s) FROM governance_fact f WHERE f.project_id = %s"
+            f" AND {principal_is} AND {session_is} AND f.status = 'active' AND f.fingerprint = %s)",
+            # The pool's facts whose signature admits a near-duplicate of this statement: the
+            # others cannot be one (rules/text.py), so they are neither sent nor prepared.
+            "(SELECT json_agg(json_build_array(c.id, c.statement)) FROM (SELECT f.id, f.statement,"
+            f" f.lexical_signature FROM governance_fact f WHERE {same_slot} ORDER BY f.id DESC"
+            f" LIMIT {NEAR_DUPLICATE_POOL}) c WHERE {ADMITS_SQL})",
         ]
-        params += [*slot_params, fingerprint, *slot_params]
+        params += [request.kind, project_id, *principal_params, *session_params, fingerprint, *slot_params]
+        params += _admits_params(request.statement)
     if contradiction_pool:
         # The filter, the order and the limit of _contradicted_facts' own query.
         without = "" if contradiction_pool_without is None else " AND f.id <> %s"
@@ -1429,7 +1448,9 @@ def _what_the_write_meets(
         columns += ["(SELECT p.id FROM p)", "(SELECT p.created_at FROM p)", "(SELECT p.last_seen_at FROM p)"]
         params = [project_id, principal_external_id, *params]
     with connection.cursor() as cursor:
-        cursor.execute(f"{with_principal}SELECT {', '.join(columns)}", params)
+        # Planned once per connection and shape (which sub-queries, NULL or a value
+        # for the principal and the session): planning took longer than running it.
+        prepared.execute(cursor, f"{with_principal}SELECT {', '.join(columns)}", params)
         row = cursor.fetchone()
     write_id, fact_id, rejected, tombstone_id, values, recent, derived, waiting = row[:8]
     exact, candidates = row[8:10] if duplicates else (None, None)
@@ -1455,6 +1476,24 @@ def _what_the_write_meets(
         principal=principal,
         contradiction_pool=pool,
     )
+
+
+# NearDuplicateFilter.admits in SQL, over a pool row's ``c.lexical_signature`` (``_admits_params``).
+ADMITS_SQL = (
+    f"((c.lexical_signature >> {text_rules.VERSION_SHIFT}) <> %s"
+    f" OR ((c.lexical_signature & {text_rules.EXACT_MASK}) = %s"
+    f" AND (((c.lexical_signature >> {text_rules.TOKENS_SHIFT}) & {text_rules.TOKENS_MAX}) BETWEEN %s AND %s"
+    f" OR ((c.lexical_signature >> {text_rules.SHINGLES_SHIFT}) & {text_rules.SHINGLES_MAX})"
+    " BETWEEN %s AND %s)))"
+)
+
+
+def _admits_params(statement: str) -> list[int]:
+    wanted = text_rules.near_duplicates_of(statement, fingerprint_key())
+    # A statement without a signature of its own (too long) is compared with every fact: a
+    # version no signature has makes the first test true for all of them.
+    version = wanted.version or -1
+    return [version, wanted.exact, *wanted.tokens, *wanted.shingles]
 
 
 def _equals(column: str, value: int | None) -> tuple[str, list[Any]]:

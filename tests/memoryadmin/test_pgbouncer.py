@@ -226,9 +226,9 @@ def test_a_write_and_a_retrieval_through_pgbouncer_in_transaction_mode(pgbouncer
         # The embedded server listens on no TCP port: this connection is PgBouncer's.
         assert default.connection is not None
         assert (default.connection.info.host, default.connection.info.port) == ("127.0.0.1", pgbouncer)
-        written = bot.write("I prefer aisle seats.", ref="chat:bouncer")
-        assert written["status"] == "active", written
         with CaptureQueriesContext(default) as seen:
+            written = bot.write("I prefer aisle seats.", ref="chat:bouncer")
+            assert written["status"] == "active", written
             context = bot.retrieve("s-bouncer")["context"]
         assert "aisle seats" in context
         # Nothing prepared on a server connection another client's transaction gets next.

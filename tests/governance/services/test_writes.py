@@ -6,6 +6,7 @@ see; these check what the one door for agent writes stores and refuses.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from datetime import timedelta
@@ -22,7 +23,9 @@ from governance import tasks
 from governance.context import actor_scope
 from governance.models import AuditEntry, Fact, Principal, Project, Supersession, Write
 from governance.rules import contradictions
+from governance.rules.text import statement_fingerprint
 from governance.services import agents, writes
+from governance.services.facts import withdraw_fact
 from governance.services.writes import WriteRequest
 from tests.personas import AgentPersona, make_agent
 
@@ -163,11 +166,23 @@ FEED_EVENT = 0
 
 def statements(bot: AgentPersona, req: WriteRequest) -> tuple[Write, list[str]]:
     """The write and its SQL, without transaction control (the test's own transaction
-    turns BEGIN/COMMIT into savepoints)."""
+    turns BEGIN/COMMIT into savepoints); a prepared look-up as the text it runs."""
     with CaptureQueriesContext(connection) as ctx:
         write = submit(bot, req)
-    sql = [q["sql"] for q in ctx.captured_queries]
+    sql = [_as_prepared(q["sql"]) for q in ctx.captured_queries]
     return write, [q for q in sql if not q.startswith(("SAVEPOINT", "RELEASE SAVEPOINT", "BEGIN", "COMMIT"))]
+
+
+def _as_prepared(sql: str) -> str:
+    """``EXECUTE name(...)`` of a statement prepared earlier on the connection (governance.prepared)
+    as the statement it runs, so a test can say what it reads."""
+    found = re.search(r"\bEXECUTE (governance_prepared_\w+)", sql)
+    if found is None or " AS " in sql:
+        return sql
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements WHERE name = %s", [found.group(1)])
+        (text,) = cursor.fetchone()
+    return str(text)
 
 
 def test_a_new_fact_takes_two_statements_its_audit_entry_included(support_bot):
@@ -286,6 +301,125 @@ def test_a_batch_queues_one_embedding_task_and_reads_each_principal_once(
     assert sent == [("batch", facts), ("seal", support_bot.agent.project_id)]
     principal_reads = [q for q in ctx.captured_queries if 'FROM "governance_principal"' in q["sql"]]
     assert len(principal_reads) == 1
+
+
+def _meets(bot: AgentPersona, req: WriteRequest, **shape: Any) -> writes.Seen:
+    """What ``req`` meets in the store, as its look-ups read it (ids allocated for it left out)."""
+    seen = writes._what_the_write_meets(
+        bot.agent,
+        req,
+        fingerprint=statement_fingerprint(req.statement, writes.fingerprint_key()),
+        now=timezone.now(),
+        **shape,
+    )
+    return dataclasses.replace(seen, write_id=0, fact_id=0)
+
+
+def test_the_write_lookups_answer_the_same_prepared_under_a_generic_plan_or_planned_for_their_values(
+    support_bot, settings
+):
+    # alice holds an exact copy of the statement in another kind, first (the copy's kind is
+    # compared apart from the fingerprint probe), then twice in the write's kind, a near copy,
+    # facts a claim may contradict, and a withdrawn address, which the agent then tried again.
+    email = "Prefers email at alice@example.com"
+    for n, (statement, kind) in enumerate(
+        [
+            (email, "profile"),
+            (email, "preference"),
+            (email, "preference"),
+            ("Prefers email, at alice@example.com!", "preference"),
+        ]
+    ):
+        submit(support_bot, request(statement, kind=kind, source_ref=f"c:{n}"), corroborate=False)
+    submit(support_bot, request("Lives in Leeds", key="home_city", source_ref="c:5"))
+    submit(support_bot, request("Lives in Paris", source_ref="c:6"))
+    withdrawn = submit(support_bot, request("Reach me at 14 Rue Royale, Paris", source_ref="c:7")).fact
+    assert withdrawn is not None
+    withdraw_fact(withdrawn, reason="asked to forget", actor="user:alice")
+    again = submit(support_bot, request("Reach me at 14 Rue Royale, Paris", source_ref="c:10"))
+    # As a reviewer's rejection leaves it.
+    Write.objects.filter(pk=again.pk).update(status="rejected")
+    submit(
+        support_bot, request("Deploys to eu-west-2", principal=None, kind="project_fact", source_ref="c:8")
+    )
+    session = submit(
+        support_bot, request("Wants a window seat", kind="slot", session="s-1", source_ref="c:9")
+    )
+    alice = Principal.objects.get(project=support_bot.agent.project, external_id="alice")
+    leeds = Fact.objects.get(key="home_city", status="active")
+    assert session.session_id is not None
+
+    shapes: list[tuple[WriteRequest, dict[str, Any]]] = [
+        # An unkeyed write reads its principal with the look-ups, by external id.
+        (
+            request(email, kind="preference"),
+            {"principal_id": None, "principal_external_id": "alice", "session_id": None, "duplicates": True},
+        ),
+        (
+            request("Lives in York now, 14 Rue Royale", kind="profile"),
+            {
+                "principal_id": None,
+                "principal_external_id": "alice",
+                "session_id": None,
+                "duplicates": True,
+                "contradiction_pool": True,
+            },
+        ),
+        (
+            request("Reach me at 14 Rue Royale, Paris"),
+            {"principal_id": None, "principal_external_id": "alice", "session_id": None, "duplicates": True},
+        ),
+        (
+            request("Prefers email", principal="nobody-yet"),
+            {
+                "principal_id": None,
+                "principal_external_id": "nobody-yet",
+                "session_id": None,
+                "duplicates": True,
+            },
+        ),
+        # A keyed write knows its principal and the active fact it may supersede.
+        (
+            request("Lives in York", key="home_city"),
+            {
+                "principal_id": alice.pk,
+                "session_id": None,
+                "duplicates": False,
+                "contradiction_pool": True,
+                "contradiction_pool_without": leeds.pk,
+            },
+        ),
+        (
+            request("Deploys to eu-west-1", principal=None, kind="project_fact"),
+            {"principal_id": None, "session_id": None, "duplicates": True, "contradiction_pool": True},
+        ),
+        (
+            request("Wants a window seat", kind="slot", session="s-1"),
+            {"principal_id": alice.pk, "session_id": session.session_id, "duplicates": True},
+        ),
+    ]
+    settings.DATABASE_PREPARED_STATEMENTS = False
+    planned = [_meets(support_bot, req, **shape) for req, shape in shapes]
+    assert (
+        planned[0].exact_duplicate_id
+        == Fact.objects.filter(statement=email, kind="preference").order_by("pk")[0].pk
+    )
+    assert planned[0].candidates and planned[1].tombstone_values and planned[1].contradiction_pool
+    assert planned[2].rejected and planned[2].tombstone_id is not None and planned[3].principal is None
+    assert planned[4].contradiction_pool is not None and leeds.pk not in {
+        pk for pk, *_ in planned[4].contradiction_pool
+    }
+    assert planned[5].contradiction_pool and planned[6].candidates
+
+    settings.DATABASE_PREPARED_STATEMENTS = True
+    with connection.cursor() as cursor:
+        # The plan PostgreSQL keeps after five uses, made for no value in particular.
+        cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+    with CaptureQueriesContext(connection) as seen:
+        prepared_twice = [[_meets(support_bot, req, **shape) for req, shape in shapes] for _ in range(2)]
+    assert prepared_twice == [planned, planned]
+    sent = [q["sql"] for q in seen.captured_queries]
+    assert len(sent) == 2 * len(shapes) and all("EXECUTE governance_prepared_" in q for q in sent), sent
 
 
 # --- a batch judges each write as submit_write would, one by one (issue 13) --------------
@@ -563,3 +697,33 @@ def test_a_new_fact_keeps_the_lexical_signature_of_its_statement(support_bot):
 
     fact = Fact.objects.get(pk=write.fact_id)
     assert fact.lexical_signature == lexical_signature(fact.statement, settings.TOMBSTONE_KEY.encode()) != 0
+
+
+def test_the_pool_leaves_out_in_sql_exactly_what_the_signature_rule_leaves_out() -> None:
+    # services.writes.ADMITS_SQL is rules.text.NearDuplicateFilter.admits written for the
+    # database; both must answer alike for every signature, or the pool would drift.
+    from django.conf import settings as django_settings
+
+    from governance.rules.text import LEXICAL_VERSION, VERSION_SHIFT, lexical_signature, near_duplicates_of
+
+    key = django_settings.TOMBSTONE_KEY.encode()
+    texts = [
+        "Prefers tea in the mornings",
+        "prefers tea in the mornings.",
+        "Prefers tea in the morning",
+        "Does not prefer tea in the mornings",
+        "Prefers tea in the mornings 2",
+        "Prefers tea in the mornings and coffee at night after a long dinner",
+        "x" * 5000,  # too long to sign: compared always
+    ]
+    signatures = [lexical_signature(t, key) for t in texts] + [0, (LEXICAL_VERSION + 1) << VERSION_SHIFT]
+    for statement in texts:
+        wanted = near_duplicates_of(statement, key)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT {writes.ADMITS_SQL} FROM unnest(%s::bigint[])"
+                " WITH ORDINALITY c(lexical_signature, n) ORDER BY n",
+                [*writes._admits_params(statement), signatures],
+            )
+            in_sql = [row[0] for row in cursor.fetchall()]
+        assert in_sql == [wanted.admits(s) for s in signatures], statement

@@ -436,7 +436,8 @@ class _Batch:
         self.exact: dict[tuple[str, str, str], int] = {}
         # (fact id, statement, lexical signature), newest first.
         self.pools: dict[tuple[str, str], list[tuple[int, str, int]]] = {}
-        self.contradiction_pools: dict[str, list[tuple[datetime, int, str, str | None]]] = {}
+        # (observed at, fact id, statement, key, stored claims), newest observation first.
+        self.contradiction_pools: dict[str, list[tuple[datetime, int, str, str | None, str | None]]] = {}
         self.tombstone_values: dict[str, list[tuple[int, frozenset[str]]]] = {}
         self.digests = [sorted(identifiers.value_digests(r.statement, self.key)) for r in requests]
         if not people:
@@ -475,8 +476,8 @@ class _Batch:
                 " AND f.principal_id = s.principal_id AND f.kind = s.kind"
                 f" ORDER BY f.id DESC LIMIT {NEAR_DUPLICATE_POOL}) c),"
                 " (SELECT json_agg(json_build_array(s.principal_id, c.source_observed_at, c.id, c.statement,"
-                " c.key)) FROM unnest(%s::bigint[]) s(principal_id) CROSS JOIN LATERAL"
-                " (SELECT f.id, f.statement, f.key, f.source_observed_at FROM governance_fact f"
+                " c.key, c.claims)) FROM unnest(%s::bigint[]) s(principal_id) CROSS JOIN LATERAL"
+                " (SELECT f.id, f.statement, f.key, f.source_observed_at, f.claims FROM governance_fact f"
                 f" WHERE {active}"
                 " AND f.principal_id = s.principal_id AND f.kind NOT IN ('slot', 'summary')"
                 f" ORDER BY f.source_observed_at DESC, f.id DESC LIMIT {CONTRADICTION_POOL}) c),"
@@ -509,9 +510,9 @@ class _Batch:
             self.pools.setdefault((names[pk], kind), []).append((fact_id, statement, signature))
         for pool in self.pools.values():
             pool.sort(reverse=True)
-        for pk, observed_at, fact_id, statement, key in _json(contradiction_pools):
+        for pk, observed_at, fact_id, statement, key, claims in _json(contradiction_pools):
             self.contradiction_pools.setdefault(names[pk], []).append(
-                (datetime.fromisoformat(observed_at), fact_id, statement, key)
+                (datetime.fromisoformat(observed_at), fact_id, statement, key, claims)
             )
         for pk, tombstone_id, values in _json(tombstones):
             self.tombstone_values.setdefault(names[pk], []).append((tombstone_id, frozenset(values)))
@@ -596,7 +597,7 @@ class _Batch:
                 [
                     *self.contradiction_pools.get(name, []),
                     *(
-                        (f.source_observed_at, f.pk, f.statement, f.key)
+                        (f.source_observed_at, f.pk, f.statement, f.key, f.claims)
                         for f in made
                         if f.kind not in ("slot", "summary")
                     ),
@@ -604,7 +605,7 @@ class _Batch:
                 key=lambda c: (c[0], c[1]),
                 reverse=True,
             )[:CONTRADICTION_POOL]
-            if _contradictions(request, claims, ((pk, text, key) for _, pk, text, key in pool)):
+            if _contradictions(request, claims, (row[1:] for row in pool)):
                 return None  # a supersession, a review or a flagged pair
         _refuse_when_queue_full(outcome, seen.waiting)
 
@@ -1333,7 +1334,7 @@ class Seen:
     principal: Principal | None = None  # read with the look-ups when asked to (None: none yet)
     # The active facts an unkeyed contradiction is looked for in (id, statement, key),
     # newest observation first; None when not read (``_contradicted_facts`` reads them).
-    contradiction_pool: tuple[tuple[int, str, str | None], ...] | None = None
+    contradiction_pool: tuple[tuple[int, str, str | None, str | None], ...] | None = None
 
 
 def _what_the_write_meets(
@@ -1430,9 +1431,10 @@ def _what_the_write_meets(
         # The filter, the order and the limit of _contradicted_facts' own query.
         without = "" if contradiction_pool_without is None else " AND f.id <> %s"
         columns.append(
-            "(SELECT json_agg(json_build_array(c.id, c.statement, c.key)"
+            "(SELECT json_agg(json_build_array(c.id, c.statement, c.key, c.claims)"
             " ORDER BY c.source_observed_at DESC, c.id DESC) FROM (SELECT f.id, f.statement, f.key,"
-            f" f.source_observed_at FROM governance_fact f WHERE f.project_id = %s AND {principal_is}"
+            " f.source_observed_at, f.claims FROM governance_fact f"
+            f" WHERE f.project_id = %s AND {principal_is}"
             " AND f.session_id IS NULL AND f.status = 'active' AND f.kind NOT IN ('slot', 'summary')"
             f"{without} ORDER BY f.source_observed_at DESC, f.id DESC LIMIT {CONTRADICTION_POOL}) c)"
         )
@@ -1456,7 +1458,9 @@ def _what_the_write_meets(
     exact, candidates = row[8:10] if duplicates else (None, None)
     pool = None
     if contradiction_pool:
-        pool = tuple((int(pk), str(text), key) for pk, text, key in _json(row[10 if duplicates else 8]))
+        pool = tuple(
+            (int(pk), str(text), key, claims) for pk, text, key, claims in _json(row[10 if duplicates else 8])
+        )
     principal = None
     if principal_external_id is not None and row[-3] is not None:
         principal = Principal.from_row(
@@ -1514,7 +1518,7 @@ def _contradicted_facts(
     claims: tuple[contradictions.Claim, ...],
     *,
     exclude: Fact | None,
-    read: Sequence[tuple[int, str, str | None]] | None = None,
+    read: Sequence[tuple[int, str, str | None, str | None]] | None = None,
 ) -> list[tuple[Fact, contradictions.Contradiction]]:
     """Active facts about the same principal (or project) whose value this statement
     (which claims ``claims``, ``_claims``) contradicts.
@@ -1535,7 +1539,9 @@ def _contradicted_facts(
     # Only what the comparison reads: whole rows (vectors included) of 200 facts
     # were most of this look-up's time.
     return _locked_contradicted(
-        _contradictions(request, claims, pool.values_list("pk", "statement", "key")[:CONTRADICTION_POOL])
+        _contradictions(
+            request, claims, pool.values_list("pk", "statement", "key", "claims")[:CONTRADICTION_POOL]
+        )
     )
 
 
@@ -1564,12 +1570,20 @@ def _claims(request: WriteRequest) -> tuple[contradictions.Claim, ...]:
 def _contradictions(
     request: WriteRequest,
     claims: tuple[contradictions.Claim, ...],
-    pool: Iterable[tuple[int, str, str | None]],
+    pool: Iterable[tuple[int, str, str | None, str | None]],
 ) -> list[tuple[int, contradictions.Contradiction]]:
-    """The facts of ``pool`` (id, statement, key) whose value the write's statement contradicts."""
+    """The facts of ``pool`` (id, statement, key, stored claims) whose value the write's statement
+    contradicts. A fact's stored claims are used when they were read from its statement and key
+    (``claims_from_store``), so a process meeting the pool for the first time reads no statement."""
     found: list[tuple[int, contradictions.Contradiction]] = []
-    for pk, statement, key in pool:
-        conflict = contradictions.contradiction(request.statement, statement, new_claims=claims, old_key=key)
+    for pk, statement, key, stored in pool:
+        conflict = contradictions.contradiction(
+            request.statement,
+            statement,
+            new_claims=claims,
+            old_key=key,
+            old_claims=contradictions.claims_from_store(stored, statement, key),
+        )
         if conflict is not None:
             found.append((pk, conflict))
     return found

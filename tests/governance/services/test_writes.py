@@ -673,18 +673,20 @@ def test_the_contradiction_pool_read_with_the_look_ups_is_the_one_read_on_its_ow
                 **options,
             )
 
-    def own(exclude: Fact | None) -> list[tuple[int, str, str | None]]:
+    def own(exclude: Fact | None) -> list[tuple[int, str, str | None, str | None]]:
         pool = (
             Fact.objects.filter(project_id=project.pk, principal=alice, session=None, status="active")
             .exclude(kind__in=("slot", "summary"))
             .order_by("-source_observed_at", "-id")
         )
         pool = pool.exclude(pk=exclude.pk) if exclude is not None else pool
-        return list(pool.values_list("pk", "statement", "key")[: writes.CONTRADICTION_POOL])
+        return list(pool.values_list("pk", "statement", "key", "claims")[: writes.CONTRADICTION_POOL])
 
     with_current = seen().contradiction_pool
     assert with_current is not None and len(with_current) == 7
     assert list(with_current) == own(None)
+    # The claims each fact stored come with it, so the write reads no statement it compares.
+    assert all(claims is not None for *_, claims in with_current)
     assert list(seen(contradiction_pool_without=current.pk).contradiction_pool or ()) == own(current)
 
 
@@ -727,3 +729,26 @@ def test_the_pool_leaves_out_in_sql_exactly_what_the_signature_rule_leaves_out()
             )
             in_sql = [row[0] for row in cursor.fetchall()]
         assert in_sql == [wanted.admits(s) for s in signatures], statement
+
+
+def test_a_write_compares_its_claims_with_the_stored_claims_of_the_facts_it_meets(support_bot, monkeypatch):
+    # A process that has never read the person's statements (a new worker) compares the
+    # write with their stored claims: only the write's own statement is read.
+    submit(support_bot, request("I live in Leeds.", kind="profile"))
+    from governance.rules import contradictions
+
+    contradictions.claims_of.cache_clear()
+    contradictions._trusted_claims.cache_clear()
+    read: list[str] = []
+    real = contradictions.claims_of.__wrapped__
+
+    def counting(statement: str, key: str | None = None) -> tuple[contradictions.Claim, ...]:
+        read.append(statement)
+        return real(statement, key)
+
+    monkeypatch.setattr(contradictions, "claims_of", counting)
+
+    york = submit(support_bot, request("I live in York now.", kind="profile", source_ref="chat:2"))
+
+    assert york.response is not None and len(york.response["supersedes"]) == 1
+    assert "I live in Leeds." not in read

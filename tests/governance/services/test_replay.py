@@ -14,9 +14,10 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db.models import Q
 from django.utils import timezone
 
-from governance.models import Job, RetrievalEvent
+from governance.models import Fact, Job, RetrievalEvent
 from governance.models.jobs import JobStatus
 from governance.rules import replay as replay_rules
 from governance.rules import retrieval
@@ -25,6 +26,7 @@ from governance.rules.rendering import CONFIRM_LINE, PRINCIPAL_HEADING, PRIORITY
 from governance.rules.tokens import count_tokens
 from governance.services import policies, replay
 from tests.governance.policy_helpers import retrieve, write
+from tests.helpers import wait_until
 from tests.personas import AgentPersona, make_agent, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -272,6 +274,23 @@ def watch(job: Job, timeout: float = 180) -> list[tuple[str, int, int]]:
     raise AssertionError(f"the replay did not finish within {timeout} s; seen {seen[-5:]}")
 
 
+def settle_background_work(timeout: float = 300) -> None:
+    """Wait for the real worker to finish the writes' own tasks before a replay is timed.
+
+    The worker embeds each new fact and reads a plain statement's meaning with the
+    guard's model then (loading it on first use, slow on a busy machine); on the
+    one-task-at-a-time test worker a replay queues behind that work.
+    """
+    wait_until(
+        lambda: (
+            not Fact.objects.filter(Q(embedded_at__isnull=True) | Q(meaning_check_pending=True))
+            .exclude(statement="")
+            .exists()
+        ),
+        timeout=timeout,
+    )
+
+
 @pytest.mark.worker
 def test_real_worker_reports_exactly_the_events_whose_confirm_tier_items_drop(project, real_worker):
     bot = make_agent(project, "support-bot")
@@ -296,6 +315,7 @@ def test_real_worker_reports_exactly_the_events_whose_confirm_tier_items_drop(pr
     # Enough unchanged traffic after them for the progress bar to have somewhere to go.
     fillers = copy_event(RetrievalEvent.objects.get(pk=alice["retrieval_id"]), 3000)
     total = 6 + len(fillers)
+    settle_background_work()
     editor = make_user("pat", "policy_editor", project)
     policies.save_draft(bot.agent, {"confirm_days": 10}, user=editor)
 
@@ -353,6 +373,7 @@ def test_real_worker_replay_can_be_cancelled_while_it_runs(project, real_worker)
     write(bot, "Prefers dark mode", days_ago=2)
     event = retrieve(bot, session="s-1")
     copy_event(RetrievalEvent.objects.get(pk=event["retrieval_id"]), 6000)
+    settle_background_work()
     editor = make_user("pat", "policy_editor", project)
     policies.save_draft(bot.agent, {"confirm_days": 10}, user=editor)
     job = replay.start_replay(bot.agent, 6001, user=editor)

@@ -285,9 +285,11 @@ def submit_batch(agent: Agent, requests: Sequence[WriteRequest]) -> list[BatchOu
     Every write passes the same guard, conflict and supersession checks as a
     single write, in the order given, so a later write sees the earlier ones,
     and a refused write leaves nothing behind and does not stop the others.
-    The guard's embeddings are computed in one model call before the
-    transaction. What the writes meet in the store is read for all of them
-    in a few statements up front (``_Batch``); a write that meets nothing but
+    The guard's embeddings of the statements whose meaning cannot wait
+    (``meaning_can_wait``) are computed in one model call before the
+    transaction; plain ones are read by the embedding task. What the writes
+    meet in the store is read for all of them in a few statements up front
+    (``_Batch``); a write that meets nothing but
     the guard (a new fact, a review, a refusal: the common import) is judged
     against that reading and what the batch added, and its fact, write and
     audit entry join one multi-row INSERT. A write that meets more (a fact
@@ -1332,8 +1334,8 @@ class Seen:
     exact_duplicate_id: int | None  # an active fact with the same fingerprint
     candidates: tuple[tuple[int, str], ...]  # newest active facts of the same slot and kind
     principal: Principal | None = None  # read with the look-ups when asked to (None: none yet)
-    # The active facts an unkeyed contradiction is looked for in (id, statement, key),
-    # newest observation first; None when not read (``_contradicted_facts`` reads them).
+    # The active facts an unkeyed contradiction is looked for in (id, statement, key, stored
+    # claims), newest observation first; None when not read (``_contradicted_facts`` reads them).
     contradiction_pool: tuple[tuple[int, str, str | None, str | None], ...] | None = None
 
 

@@ -1672,26 +1672,63 @@ def complete_meaning_checks(fact_ids: Sequence[int]) -> list[int]:
     is held now, as the write would have been: high severity quarantines the
     fact and its write, medium sends them to a reviewer; either way the finding
     is added to the write, the fact leaves every cached session-start block
-    (R12), and an audit entry says so. Otherwise the flag is simply cleared.
-    Idempotent: a fact is read only while it still owes the look, re-checked
-    under lock, so a retried or duplicated task does nothing more.
+    (R12), and an audit entry says so. The others only have the flag cleared,
+    all in one statement. Idempotent: a fact is read only while it still owes
+    the look, and cleared or held only if its statement is still the one read,
+    so a retried or duplicated task does nothing more.
     """
-    facts = list(Fact.objects.filter(pk__in=fact_ids, meaning_check_pending=True).order_by("pk"))
+    facts = list(
+        Fact.objects.filter(pk__in=fact_ids, meaning_check_pending=True)
+        .select_related("project")
+        .order_by("pk")
+    )
     if not facts:
         return []
     vectors = guard_vectors_of(facts)
+    clean: list[Fact] = []
     held: list[int] = []
     for fact, vector in zip(facts, vectors, strict=True):
         if vector is None:
             # The model failed: the flag stays, so the task's retry (or the sweep) reads it again.
             raise RuntimeError(f"The guard's meaning model could not read fact {fact.pk}.")
-        if _take_second_look(fact, vector):
+        found = _meaning_findings(fact, vector)
+        if not found:
+            clean.append(fact)
+        elif _hold_after_second_look(fact, found):
             held.append(fact.pk)
+    if clean:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "UPDATE governance_fact f SET meaning_check_pending = false"
+                " FROM unnest(%s::bigint[], %s::text[]) u(id, digest)"
+                " WHERE f.id = u.id AND f.meaning_check_pending AND f.statement_digest = u.digest",
+                [[f.pk for f in clean], [f.statement_digest for f in clean]],
+            )
     return held
 
 
+def _meaning_findings(fact: Fact, vector: tuple[float, ...]) -> list[dict[str, Any]]:
+    """What the guard's meaning check finds in a fact's statement, as a write would have stored it."""
+    proposal = guard.WriteProposal(
+        statement=fact.statement,
+        kind=fact.kind,
+        key=fact.key,
+        has_principal=fact.principal_id is not None,
+        source_type=fact.source_type,
+        source_ref=fact.source_ref,
+        requested_authority=None,
+        embedding=vector,
+    )
+    context = guard.GuardContext(
+        source_caps=supersession_rules.effective_caps(fact.project.source_caps),
+        fingerprint_key=fingerprint_key(),
+        semantic_required=True,
+    )
+    return [f.to_dict() for f in guard.check_semantic(proposal, context)]
+
+
 @transaction.atomic
-def _take_second_look(read: Fact, vector: tuple[float, ...]) -> bool:
+def _hold_after_second_look(read: Fact, found: list[dict[str, Any]]) -> bool:
     # Locked: a withdrawal, a review or an edit may be changing the fact meanwhile.
     fact = (
         Fact.objects.select_for_update(of=("self",))
@@ -1714,24 +1751,6 @@ def _take_second_look(read: Fact, vector: tuple[float, ...]) -> bool:
     )
     if write is None:
         return False  # decided by a person meanwhile
-    proposal = guard.WriteProposal(
-        statement=fact.statement,
-        kind=fact.kind,
-        key=fact.key,
-        has_principal=fact.principal_id is not None,
-        source_type=fact.source_type,
-        source_ref=fact.source_ref,
-        requested_authority=None,
-        embedding=vector,
-    )
-    context = guard.GuardContext(
-        source_caps=supersession_rules.effective_caps(fact.project.source_caps),
-        fingerprint_key=fingerprint_key(),
-        semantic_required=True,
-    )
-    found = [f.to_dict() for f in guard.check_semantic(proposal, context)]
-    if not found:
-        return False
     status = "quarantined" if any(f["severity"] == "high" for f in found) else "pending_review"
     now = timezone.now()
     reason = f"Held after a second look at its meaning: {found[0].get('category', 'reads like an attack')}."

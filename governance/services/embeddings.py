@@ -33,8 +33,9 @@ def embed_fact(fact_id: int) -> bool:
     """Embed one fact if it still needs it; True when a vector was stored.
 
     Idempotent: a retried or duplicated task finds the fact embedded and does
-    nothing. The model runs outside any transaction; the row is re-checked
-    under lock before the vector is stored, in case it was withdrawn meanwhile.
+    nothing. The model runs outside any transaction; the vector is stored only
+    if the row, as the UPDATE finds it, still holds the statement read, in case
+    it was withdrawn or edited meanwhile.
     """
     return bool(embed_facts([fact_id]))
 

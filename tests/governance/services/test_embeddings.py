@@ -12,7 +12,9 @@ from governance import tasks
 from governance.context import actor_scope
 from governance.embeddings import get_provider
 from governance.models import Fact
+from governance.services import embeddings as embeddings_service
 from governance.services.embeddings import facts_missing_embeddings
+from governance.services.facts import statement_digest
 from governance.services.writes import WriteRequest, submit_write
 from tests.personas import FactFactory
 
@@ -73,6 +75,36 @@ def test_a_batch_task_embeds_its_facts_in_one_model_call_and_skips_what_is_not_o
     vectors = [Fact.objects.get(pk=f.pk).embedding for f in owed]
     assert [len(v) if v is not None else 0 for v in vectors] == [384, 384, 384]
     assert [caplog.text.count(f"Stored the embedding of fact {f.pk}.") for f in owed] == [1, 1, 1]
+
+
+@pytest.mark.model
+def test_a_batch_task_stores_no_vector_for_a_fact_edited_or_withdrawn_while_the_model_ran(
+    project, monkeypatch, caplog
+):
+    kept, edited, withdrawn = (FactFactory.create(project=project) for _ in range(3))
+    real = get_provider()
+
+    class EditsWhileItReads:
+        def embed(self, texts):
+            # Another process changes two of the rows between the task's read and its store.
+            Fact.objects.filter(pk=edited.pk).update(
+                statement="I moved to Porto.", statement_digest=statement_digest("I moved to Porto.")
+            )
+            Fact.objects.filter(pk=withdrawn.pk).update(status="withdrawn", statement="")
+            return real.embed(texts)
+
+    monkeypatch.setattr(embeddings_service, "get_provider", lambda: EditsWhileItReads())
+    with caplog.at_level(logging.INFO, logger="governance.services.embeddings"):
+        stored = embeddings_service.embed_facts([kept.pk, edited.pk, withdrawn.pk])
+
+    assert stored == [kept.pk]
+    rows = {f.pk: f for f in Fact.objects.filter(pk__in=[kept.pk, edited.pk, withdrawn.pk])}
+    assert rows[kept.pk].embedded_at is not None and rows[kept.pk].embedding is not None
+    # The edit's own task embeds the new statement; the withdrawn fact owes nothing.
+    assert (rows[edited.pk].embedded_at, rows[edited.pk].embedding) == (None, None)
+    assert (rows[withdrawn.pk].embedded_at, rows[withdrawn.pk].embedding) == (None, None)
+    assert "Stored the embedding of fact" in caplog.text
+    assert f"Stored the embedding of fact {edited.pk}." not in caplog.text
 
 
 @pytest.mark.model

@@ -166,6 +166,49 @@ def test_the_second_look_holds_a_plain_statement_the_model_reads_as_an_attack(
 
 
 @pytest.mark.model
+def test_one_look_clears_the_clean_holds_the_attack_and_leaves_a_changed_statement_owed(
+    support_bot: AgentPersona, monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks: Any
+) -> None:
+    statements = ["I prefer tea in the mornings.", "The team meets on Fridays.", "I live near the park."]
+    with django_capture_on_commit_callbacks(execute=False):
+        written = [
+            submit(support_bot, request(text, principal=f"p-{i}")) for i, text in enumerate(statements)
+        ]
+    ids = [write.fact_id for write in written if write.fact_id is not None]
+    assert len(ids) == 3
+    clean, attack, changed = ids
+    assert Fact.objects.filter(pk__in=ids, meaning_check_pending=True).count() == 3  # all three plain
+    [attack_vector] = embeddings.guard_embeddings([ATTACK])
+    real = embeddings.guard_vectors_of
+
+    def reads(found: Sequence[Fact]) -> list[tuple[float, ...] | None]:
+        vectors = real(found)
+        # Meanwhile another process changes the third fact's statement, leaving the look owed.
+        Fact.objects.filter(pk=changed).update(
+            statement="I live near the river.",
+            statement_digest=facts.statement_digest("I live near the river."),
+        )
+        return [
+            attack_vector if fact.pk == attack else vector
+            for fact, vector in zip(found, vectors, strict=True)
+        ]
+
+    monkeypatch.setattr(writes, "guard_vectors_of", reads)
+    held = writes.complete_meaning_checks([clean, attack, changed])
+
+    pending = dict(
+        Fact.objects.filter(pk__in=[clean, attack, changed]).values_list("pk", "meaning_check_pending")
+    )
+    assert held == [attack]
+    assert pending == {clean: False, attack: False, changed: True}
+    assert Fact.objects.get(pk=attack).status == "quarantined"
+    # The next look reads the statement the fact holds now.
+    monkeypatch.setattr(writes, "guard_vectors_of", real)
+    assert writes.complete_meaning_checks([changed]) == []
+    assert not Fact.objects.get(pk=changed).meaning_check_pending
+
+
+@pytest.mark.model
 def test_a_fact_withdrawn_or_approved_before_the_second_look_is_left_as_it_is(
     support_bot: AgentPersona, monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks: Any
 ) -> None:

@@ -175,21 +175,28 @@ def _standing_sql() -> str:
 STANDING_SQL = _standing_sql()
 
 # The candidate's columns as the read sends them, its times as microseconds (``_instant_reader``).
-_CANDIDATE_SQL = [
+_CANDIDATE_VALUES = [
     f"(EXTRACT(EPOCH FROM f.{name}) * 1000000)::int8" if name in _INSTANTS else f"f.{name}"
     for name in CANDIDATE_FIELDS
+]
+# The same as columns of a select list, each named as in ROW_FIELDS (``_LATER_PART`` reads them by name).
+_CANDIDATE_SQL = [
+    f"{value} AS {name}" if name in _INSTANTS else value
+    for name, value in zip(CANDIDATE_FIELDS, _CANDIDATE_VALUES, strict=True)
 ]
 _COLUMNS = ", ".join([*_CANDIDATE_SQL, "f.claims", "f.status_changed_at"])
 # Only the history part is ordered by when a status changed (``_merge`` too);
 # the other parts leave it out rather than send and parse a timestamp per row.
-_COLUMNS_UNCHANGED = ", ".join([*_CANDIDATE_SQL, "f.claims", "NULL::timestamptz"])
+_COLUMNS_UNCHANGED = ", ".join([*_CANDIDATE_SQL, "f.claims", "NULL::timestamptz AS status_changed_at"])
 _DISTANCE_SQL = {True: "f.embedding <=> %(query)s::vector", False: "NULL::float8"}
 
-# R1: whose facts a part reads (``candidates`` picks one).
+# R1: whose facts a part reads (``candidates`` picks one). ``{principal}`` and
+# ``{session}`` (in the slot part) are the SQL that gives their ids: a
+# parameter in the candidate read, the header's own columns in ``_LATER_PART``.
 _SCOPES = {
-    "own": "f.project_id = %(project)s AND f.principal_id = %(principal)s AND f.session_id IS NULL",
+    "own": "f.project_id = %(project)s AND f.principal_id = {principal} AND f.session_id IS NULL",
     "own_and_shared": (
-        "f.project_id = %(project)s AND (f.principal_id = %(principal)s OR f.principal_id IS NULL)"
+        "f.project_id = %(project)s AND (f.principal_id = {principal} OR f.principal_id IS NULL)"
         " AND f.session_id IS NULL"
     ),
     "shared": "f.project_id = %(project)s AND f.principal_id IS NULL AND f.session_id IS NULL",
@@ -221,27 +228,50 @@ _PARTS = {
     # reach only the person they are about (R1).
     "slot": (
         "(SELECT {unchanged}, {distance} AS distance, 'slot' AS part FROM governance_fact f"
-        " WHERE f.project_id = %(project)s AND f.session_id = %(session)s"
-        " AND f.principal_id = %(principal)s AND f.kind = 'slot' ORDER BY f.id)"
+        " WHERE f.project_id = %(project)s AND f.session_id = {session}"
+        " AND f.principal_id = {principal} AND f.kind = 'slot' ORDER BY f.id)"
     ),
 }
 
 PART_ORDER = tuple(_PARTS)
 
 
+def _part_sql(part: str, scope: str, with_query: bool, *, principal: str, session: str) -> str:
+    return _PARTS[part].format(
+        columns=_COLUMNS,
+        unchanged=_COLUMNS_UNCHANGED,
+        distance=_DISTANCE_SQL[with_query],
+        scope=_SCOPES[scope].format(principal=principal),
+        standing=STANDING_SQL,
+        principal=principal,
+        session=session,
+    )
+
+
 @functools.cache
 def candidate_statement(parts: tuple[str, ...], scope: str, with_query: bool) -> str:
     """The candidate read for these parts (in PART_ORDER), scope (a key of _SCOPES) and query."""
     return " UNION ALL ".join(
-        _PARTS[part].format(
-            columns=_COLUMNS,
-            unchanged=_COLUMNS_UNCHANGED,
-            distance=_DISTANCE_SQL[with_query],
-            scope=_SCOPES[scope],
-            standing=STANDING_SQL,
-        )
-        for part in parts
+        _part_sql(part, scope, with_query, principal="%(principal)s", session="%(session)s") for part in parts
     )
+
+
+def later_round_parts(policy: PolicySettings, with_query: bool) -> tuple[str, ...]:
+    """The parts a later round that reuses its start block reads of its principal's
+    rows (``candidates(session_start=False)`` with the project facts cached)."""
+    return (*(("nearest",) if _nearest_kinds(policy) and with_query else ()), "slot")
+
+
+def later_round_params(
+    policy: PolicySettings, query_vector: Sequence[float] | None, now: datetime
+) -> dict[str, Any]:
+    """The values ``later_round_parts`` read with, besides the project (``retrieval_header``)."""
+    return {
+        **standing_bounds(policy, now),
+        "query": vector_text(query_vector) if query_vector is not None else None,
+        "nearest_kinds": _nearest_kinds(policy),
+        "nearest_limit": _nearest_limit(policy),
+    }
 
 
 def candidates(
@@ -255,6 +285,7 @@ def candidates(
     session_start: bool,
     facts_generation: int | None = None,
     plan_once: bool = True,
+    later_rows: Sequence[Row] | None = None,
 ) -> list[Candidate]:
     """Every candidate of a retrieval (step 3), in one statement.
 
@@ -275,6 +306,11 @@ def candidates(
 
     With ``plan_once`` the statement is a prepared one (``governance.prepared``);
     without, it is planned for this principal's values (``RetrievalHeader.few_facts``).
+
+    ``later_rows``: what the statement would read for a later round
+    (``RetrievalHeader.later_rows``, read in the same transaction with the
+    same policy, query and moment); with them, and the project facts cached,
+    a later round sends no statement.
     """
     cached = facts_generation is not None
     read_rows = principal is not None or not cached
@@ -287,7 +323,10 @@ def candidates(
     if session is not None and principal is not None:
         parts.append("slot")
     rows: list[Row] = []
-    if parts:
+    if later_rows is not None and cached and not session_start:
+        assert principal is not None and session is not None, "the header read them for both"
+        rows = list(later_rows)
+    elif parts:
         scope = "own" if cached else "own_and_shared" if principal is not None else "shared"
         params = {
             **standing_bounds(policy, now),
@@ -487,6 +526,10 @@ class RetrievalHeader:
     # Whether the principal has at most PREPARED_CANDIDATES_UP_TO facts (or is
     # new): ``candidates(plan_once=...)``.
     few_facts: bool = True
+    # Read only when asked for (``later_round``) and the principal has few
+    # facts: the principal's rows a later round reusing its start block takes
+    # (``candidates(later_rows=...)``), in the candidate read's part order.
+    later_rows: list[Row] | None = None
 
     @property
     def last_interaction(self) -> datetime | None:
@@ -541,19 +584,33 @@ _NEWEST = "SELECT MAX(f.last_verified_at) " + _NEWEST_FROM.format(project="%s", 
 # statements"). So the header says, counting at most that many index entries,
 # whether the principal's candidates may be read with the prepared statement.
 PREPARED_CANDIDATES_UP_TO = 1000
-_FEW_FACTS = (
-    f"(SELECT count(*) <= {PREPARED_CANDIDATES_UP_TO} FROM (SELECT FROM governance_fact f"
-    f" WHERE f.project_id = x.project_id AND f.principal_id = p.id LIMIT {PREPARED_CANDIDATES_UP_TO + 1}) n)"
+_FEW_FACTS_JOIN = (
+    f"\n  CROSS JOIN LATERAL (SELECT count(*) <= {PREPARED_CANDIDATES_UP_TO} AS few FROM (SELECT FROM"
+    " governance_fact f WHERE f.project_id = x.project_id AND f.principal_id = p.id"
+    f" LIMIT {PREPARED_CANDIDATES_UP_TO + 1}) counted) n"
 )
 _HEADER = f"""
 SELECT COALESCE(g.generation, 0), p.id, p.created_at, p.last_seen_at, {{newest}},
        (SELECT array_agg(ARRAY[w.fact_id, w.conflicts_with_id, (w.status = 'pending_review')::int])
-         {_RULINGS_FROM.format(project="x.project_id", principal="p.id")}), {_FEW_FACTS}{{columns}}
+         {_RULINGS_FROM.format(project="x.project_id", principal="p.id")}), n.few{{columns}}
   FROM (SELECT %(project)s::bigint AS project_id) x
   LEFT JOIN governance_projectfactsgeneration g ON g.project_id = x.project_id
-  LEFT JOIN governance_principal p ON p.project_id = x.project_id AND p.external_id = %(external_id)s{{joins}}
+  LEFT JOIN governance_principal p ON p.project_id = x.project_id AND p.external_id = %(external_id)s\
+{_FEW_FACTS_JOIN}{{joins}}
 """
 _HEADER_WIDTH = 7
+
+# A later round that reuses its start block reads of its principal's rows only
+# the parts ``later_round_parts`` names, which a prepared statement reads as
+# fast as one planned for the values when the principal has few facts. For
+# such a principal the header reads them too, each part as one JSON array of
+# candidate rows (as ``_BLOCK_SELECT`` sends the block's facts), and the round
+# has no candidate read of its own: one round trip fewer (issue 13). NULL for
+# a principal with more facts, whose parts the candidate read plans for them.
+_LATER_PART = """
+       CASE WHEN n.few THEN (SELECT COALESCE(json_agg(json_build_array({fields}) ORDER BY {order}), '[]')
+         FROM {part} r) END"""
+_LATER_ORDER = {"nearest": "r.distance, r.id", "slot": "r.id"}
 
 # The session the retrieval names, locked as ``open_session(lock=True)`` locks it:
 # a locking clause in a sub-select locks that sub-select's rows.
@@ -591,7 +648,7 @@ def ended_sessions(principal: Principal) -> tuple[EndedSession, ...]:
 # columns (and, in the header, the principal's and the session's) are not sent
 # and parsed again for each fact.
 _BLOCK_FIELDS = ("id", "mode", "text", "tokens", "fact_ids", "items", "hint_session_id", "created_at")
-_BLOCK_FACT = ", ".join([*_CANDIDATE_SQL, "f.claims", "NULL", "NULL", "'block'"])
+_BLOCK_FACT = ", ".join([*_CANDIDATE_VALUES, "f.claims", "NULL", "NULL", "'block'"])
 _BLOCK_SELECT = f"""
 SELECT {", ".join(f"b.{name}" for name in _BLOCK_FIELDS)},
        (SELECT json_agg(json_build_array({_BLOCK_FACT})) FROM governance_fact f
@@ -601,6 +658,7 @@ SELECT {", ".join(f"b.{name}" for name in _BLOCK_FIELDS)},
  WHERE b.session_id = {{session}} AND b.principal_id IS NOT DISTINCT FROM {{principal}}
    AND b.identity_verified = {{verified}} AND b.policy_version_id = {{version}}
 """
+_BLOCK_WIDTH = len(_BLOCK_FIELDS) + 1  # the block's columns and its facts
 _BLOCK = _BLOCK_SELECT.format(project="%s", principal="%s", session="%s", verified="%s", version="%s")
 _BLOCK_JOIN = (
     "\n  LEFT JOIN LATERAL ("
@@ -616,8 +674,11 @@ _BLOCK_JOIN = (
 
 
 @functools.cache
-def header_statement(session: bool, ended_sessions: bool, block: bool) -> str:
-    """The header read, with the session, the ended sessions or the cached block joined as asked."""
+def header_statement(
+    session: bool, ended_sessions: bool, block: bool, later: tuple[str, ...] = (), with_query: bool = False
+) -> str:
+    """The header read, with the session, the ended sessions or the cached block
+    joined as asked, and the ``later`` parts of a later round's candidates."""
     # Each joined sub-select's columns in its own order (``retrieval_header`` reads them by position).
     columns: list[str] = []
     joins: list[str] = []
@@ -631,6 +692,11 @@ def header_statement(session: bool, ended_sessions: bool, block: bool) -> str:
         assert session, "a block is looked up by its session"
         columns.append("b.*")
         joins.append(_BLOCK_JOIN)
+    for part in later:
+        assert block, "only a later round reading its block reads its candidates here"
+        part_sql = _part_sql(part, "own", with_query, principal="p.id", session="s.id")
+        fields = ", ".join(f"r.{name}" for name in ROW_FIELDS)
+        columns.append(_LATER_PART.format(fields=fields, order=_LATER_ORDER[part], part=part_sql))
     # A later round that finds its block reusable, as most do, works out no
     # session mode: the session has its own, and without the aggregate the
     # statement is planned in less time (``newest_verification`` reads it when needed).
@@ -659,6 +725,7 @@ def retrieval_header(
     session: str | None = None,
     ended_sessions: bool = False,
     block_key: tuple[bool, PolicyVersion] | None = None,
+    later_round: tuple[PolicySettings, Sequence[float] | None, datetime] | None = None,
 ) -> RetrievalHeader:
     """The principal named ``external_id``, their newest verification, the rulings and the facts generation.
 
@@ -674,7 +741,10 @@ def retrieval_header(
     locked (``open_session`` takes it from there); the principal's latest ended
     sessions (``ended_sessions``, for R9's resume hint); and with ``block_key``
     (identity verified, policy version) the session's cached start block with
-    its facts (``cached_block``).
+    its facts (``cached_block``). With the block, ``later_round`` (the policy,
+    the query's vector and the moment judged at) also has it read the round's
+    own candidates of a principal with few facts (``_LATER_PART``:
+    ``RetrievalHeader.later_rows``).
     """
     if session is not None:
         assert agent is not None, "a session is the agent's"
@@ -687,8 +757,16 @@ def retrieval_header(
     if with_block:
         assert block_key is not None
         params.update(identity_verified=block_key[0], version=block_key[1].pk)
+    later: tuple[str, ...] = ()
+    with_query = False
+    if with_block and later_round is not None:
+        policy, query_vector, now = later_round
+        with_query = query_vector is not None
+        later = later_round_parts(policy, with_query)
+        params.update(later_round_params(policy, query_vector, now))
+    statement = header_statement(with_session, ended_sessions, with_block, later, with_query)
     with connection.cursor() as cursor:
-        prepared.execute(cursor, header_statement(with_session, ended_sessions, with_block), params)
+        prepared.execute(cursor, statement, params)
         rows = cursor.fetchall()
     generation, principal_id, created_at, last_seen_at, newest, rulings, few_facts = rows[0][:_HEADER_WIDTH]
     principal = None
@@ -716,10 +794,20 @@ def retrieval_header(
     if with_block:
         assert block_key is not None
         block = (
-            _block_from_row(found, principal, block_key[0], block_key[1], rows[0][at:])
+            _block_from_row(found, principal, block_key[0], block_key[1], rows[0][at : at + _BLOCK_WIDTH])
             if found is not None and rows[0][at] is not None
             else (None, [])
         )
+        at += _BLOCK_WIDTH
+    later_rows = None
+    if later and principal is not None and found is not None and rows[0][at] is not None:
+        later_rows = []
+        for part in rows[0][at : at + len(later)]:
+            for row in json.loads(part) if isinstance(part, str) else part:
+                # JSON has no NaN: a distance pgvector gives as NaN comes as the string.
+                if row[_DISTANCE].__class__ is str:
+                    row[_DISTANCE] = float(row[_DISTANCE])
+                later_rows.append(tuple(row))
     return RetrievalHeader(
         principal=principal,
         newest_verified=newest,
@@ -731,6 +819,7 @@ def retrieval_header(
         block=block,
         newest_read=not with_block,
         few_facts=bool(few_facts),
+        later_rows=later_rows,
     )
 
 

@@ -82,6 +82,7 @@ def retrieve(
             session=request.session,
             ended_sessions=request.round == 1,
             block_key=(request.identity_verified, version) if request.round > 1 else None,
+            later_round=(version.policy, query_vector, now) if request.round > 1 else None,
         )
         principal = header.principal
         if request.principal and principal is None:
@@ -166,6 +167,10 @@ def _decide(
     # each other, read with the header (a principal this retrieval creates has none).
     rulings = header.rulings
 
+    # A later round's own candidates, when the header read them with the block
+    # (for the principal and session it found, which this round then has).
+    read_ahead = header.later_rows if principal is header.principal and session is header.session else None
+
     def candidates(*, session_start: bool) -> list[rules.Candidate]:
         return selectors.candidates(
             agent.project,
@@ -177,6 +182,7 @@ def _decide(
             session_start=session_start,
             facts_generation=header.facts_generation,
             plan_once=header.few_facts,
+            later_rows=None if session_start else read_ahead,
         )
 
     if session is not None and request.round > 1:

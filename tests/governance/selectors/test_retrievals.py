@@ -495,3 +495,90 @@ def test_every_candidate_carries_the_claims_its_fact_keeps(
     assert in_block and {c.fact_id: c.stored_claims for c in in_block} == {
         c.fact_id: kept[c.fact_id] for c in in_block
     }
+
+
+@pytest.mark.parametrize("query", [unit(0, 0.05), None], ids=["query", "no query"])
+def test_a_later_rounds_header_reads_the_candidates_its_own_read_would(
+    project: Project,
+    people: dict[str, Any],
+    support_bot: AgentPersona,
+    django_assert_num_queries: Any,
+    query: list[float] | None,
+) -> None:
+    # A later round that reuses its block reads its principal's nearest facts
+    # and its session's slots in the header: the same candidates, in the same
+    # order, as the candidate read it no longer sends (issue 13).
+    from governance.models import Session
+
+    agent = support_bot.agent
+    version = agent.active_policy
+    assert version is not None
+    policy, now, alice, facts = version.policy, people["now"], people["alice"], people["facts"]
+    retrievals.retrieve(agent, RetrieveRequest("alice", "s-1", "", 1, True))
+    session = Session.objects.get(agent=agent, external_id="s-1")
+    FactFactory(project=project, principal=alice, session=session, kind="slot", embedding=unit(0, 0.2))
+    FactFactory(project=project, principal=alice, session=session, kind="slot", key="draft")
+    # Another session's slot and another person's facts are never read (R1).
+    other = Session.objects.create(project=project, agent=agent, principal=alice, external_id="s-2")
+    FactFactory(project=project, principal=alice, session=other, kind="slot", statement="Elsewhere")
+    header = selectors.retrieval_header(
+        project,
+        "alice",
+        agent=agent,
+        session="s-1",
+        block_key=(True, version),
+        later_round=(policy, query, now),
+    )
+    assert header.later_rows is not None and header.session is not None
+    with django_assert_num_queries(0):
+        read_ahead = selectors.candidates(
+            project,
+            header.principal,
+            header.session,
+            policy,
+            query,
+            now=now,
+            session_start=False,
+            facts_generation=header.facts_generation,
+            later_rows=header.later_rows,
+        )
+    own_read = selectors.candidates(
+        project,
+        alice,
+        session,
+        policy,
+        query,
+        now=now,
+        session_start=False,
+        facts_generation=header.facts_generation,
+    )
+    assert read_ahead == own_read
+    ids = {c.fact_id for c in read_ahead}
+    slots = set(Fact.objects.filter(session=session).values_list("pk", flat=True))
+    assert slots <= ids and not ids & set(Fact.objects.filter(session=other).values_list("pk", flat=True))
+    assert facts["bob"].pk not in ids and facts["near_superseded"].pk not in ids
+    assert (facts["near"].pk in ids) is (query is not None)
+
+
+def test_a_later_round_of_a_principal_with_many_facts_reads_its_candidates_itself(
+    project: Project, support_bot: AgentPersona
+) -> None:
+    # Their parts are planned for their values (``few_facts``), not read by the prepared header.
+    agent = support_bot.agent
+    assert agent.active_policy is not None
+    dora = PrincipalFactory(project=project, external_id="dora")
+    Fact.objects.bulk_create(
+        FactFactory.build(project=project, principal=dora, statement=f"Dora note {n}")
+        for n in range(selectors.PREPARED_CANDIDATES_UP_TO + 1)
+    )
+    retrievals.retrieve(agent, RetrieveRequest("dora", "s-1", "", 1, True))
+    header = selectors.retrieval_header(
+        project,
+        "dora",
+        agent=agent,
+        session="s-1",
+        block_key=(True, agent.active_policy),
+        later_round=(agent.active_policy.policy, unit(0), timezone.now()),
+    )
+    assert header.block is not None and header.block[0] is not None
+    assert not header.few_facts and header.later_rows is None

@@ -518,6 +518,8 @@ def test_a_later_rounds_header_reads_the_candidates_its_own_read_would(
     session = Session.objects.get(agent=agent, external_id="s-1")
     FactFactory(project=project, principal=alice, session=session, kind="slot", embedding=unit(0, 0.2))
     FactFactory(project=project, principal=alice, session=session, kind="slot", key="draft")
+    # A vector of zeros has no direction: pgvector's distance to it is NaN, which JSON sends as text.
+    FactFactory(project=project, principal=alice, kind="episodic", embedding=[0.0] * DIM)
     # Another session's slot and another person's facts are never read (R1).
     other = Session.objects.create(project=project, agent=agent, principal=alice, external_id="s-2")
     FactFactory(project=project, principal=alice, session=other, kind="slot", statement="Elsewhere")

@@ -129,6 +129,14 @@ def _instant_reader() -> Callable[[Any], datetime]:
     return instant
 
 
+def _microseconds(moment: datetime) -> int:
+    """``moment`` as the candidate read sends a time: whole microseconds since 1970."""
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+_MICROSECOND = timedelta(microseconds=1)
+
+
 def _nearest_kinds(policy: PolicySettings) -> list[str]:
     return [k for k in policy.per_round_kinds if k != "slot"]
 
@@ -184,10 +192,12 @@ _CANDIDATE_SQL = [
     f"{value} AS {name}" if name in _INSTANTS else value
     for name, value in zip(CANDIDATE_FIELDS, _CANDIDATE_VALUES, strict=True)
 ]
-_COLUMNS = ", ".join([*_CANDIDATE_SQL, "f.claims", "f.status_changed_at"])
-# Only the history part is ordered by when a status changed (``_merge`` too);
-# the other parts leave it out rather than send and parse a timestamp per row.
-_COLUMNS_UNCHANGED = ", ".join([*_CANDIDATE_SQL, "f.claims", "NULL::timestamptz AS status_changed_at"])
+# Only the history part is ordered by when a status changed (``_merge`` too), in
+# microseconds like the other times (psycopg parsed ~50 timestamps a first round
+# here, ~7 microseconds each); the other parts leave it out.
+_CHANGED_SQL = "(EXTRACT(EPOCH FROM f.status_changed_at) * 1000000)::int8 AS status_changed_at"
+_COLUMNS = ", ".join([*_CANDIDATE_SQL, "f.claims", _CHANGED_SQL])
+_COLUMNS_UNCHANGED = ", ".join([*_CANDIDATE_SQL, "f.claims", "NULL::int8 AS status_changed_at"])
 _DISTANCE_SQL = {True: "f.embedding <=> %(query)s::vector", False: "NULL::float8"}
 
 # R1: whose facts a part reads (``candidates`` picks one). ``{principal}`` and
@@ -256,6 +266,26 @@ def candidate_statement(parts: tuple[str, ...], scope: str, with_query: bool) ->
     )
 
 
+@dataclass
+class Opening:
+    """A new session's INSERT, sent with the candidate read (``candidates(opening=...)``).
+
+    ``sql`` inserts the session unless its (agent, external id) is taken and
+    returns its id; ``values`` are its named values. After the read, ``sent``
+    says whether it went, and ``session_id`` what it returned (None: taken).
+    """
+
+    sql: str
+    values: dict[str, Any]
+    sent: bool = False
+    session_id: int | None = None
+
+
+# The inserted session's id, as a row of the read: its id in the id column,
+# NULL in the others (typed by the parts before it), "opened" as its part.
+_OPENED_PART = "(SELECT opened.id" + ", NULL" * (len(ROW_FIELDS) - 2) + ", 'opened' AS part FROM opened)"
+
+
 def later_round_parts(policy: PolicySettings, with_query: bool) -> tuple[str, ...]:
     """The parts a later round that reuses its start block reads of its principal's
     rows (``candidates(session_start=False)`` with the project facts cached)."""
@@ -286,6 +316,7 @@ def candidates(
     facts_generation: int | None = None,
     plan_once: bool = True,
     later_rows: Sequence[Row] | None = None,
+    opening: Opening | None = None,
 ) -> list[Candidate]:
     """Every candidate of a retrieval (step 3), in one statement.
 
@@ -311,6 +342,13 @@ def candidates(
     (``RetrievalHeader.later_rows``, read in the same transaction with the
     same policy, query and moment); with them, and the project facts cached,
     a later round sends no statement.
+
+    ``opening``: ``session`` is new and not stored yet; its INSERT
+    (``services.sessions.opening_statement``) goes in front of the read, as
+    a WITH clause, and what it returned is kept on ``opening``. A session
+    this transaction is inserting has no slots, so none are read. Without a
+    statement to send (nothing of the principal's to read), nothing is sent
+    and ``opening.sent`` stays False.
     """
     cached = facts_generation is not None
     read_rows = principal is not None or not cached
@@ -320,11 +358,12 @@ def candidates(
         parts += ["static", "history"]
     if read_rows and nearest_kinds and query_vector is not None:
         parts.append("nearest")
-    if session is not None and principal is not None:
+    if session is not None and principal is not None and opening is None:
         parts.append("slot")
     rows: list[Row] = []
     if later_rows is not None and cached and not session_start:
         assert principal is not None and session is not None, "the header read them for both"
+        assert opening is None, "a later round's header found its session"
         rows = list(later_rows)
     elif parts:
         scope = "own" if cached else "own_and_shared" if principal is not None else "shared"
@@ -332,20 +371,28 @@ def candidates(
             **standing_bounds(policy, now),
             "project": project.pk,
             "principal": principal.pk if principal is not None else None,
-            "session": session.pk if session is not None else None,
+            "session": session.pk if session is not None and opening is None else None,
             "query": vector_text(query_vector) if query_vector is not None else None,
             "per_round_kinds": list(policy.per_round_kinds),
             "nearest_kinds": nearest_kinds,
             "history_limit": INACTIVE_HISTORY_LIMIT,
             "nearest_limit": _nearest_limit(policy),
         }
+        statement = candidate_statement(tuple(parts), scope, query_vector is not None)
+        if opening is not None:
+            statement = f"WITH opened AS ({opening.sql}) {statement} UNION ALL {_OPENED_PART}"
+            params.update(opening.values)
         with connection.cursor() as cursor:
-            statement = candidate_statement(tuple(parts), scope, query_vector is not None)
             if plan_once:
                 prepared.execute(cursor, statement, params)
             else:
                 cursor.execute(statement, params)
             rows = cursor.fetchall()
+        if opening is not None:
+            opening.sent = True
+            opened = [row for row in rows if row[_PART] == "opened"]
+            opening.session_id = opened[0][_ID] if opened else None
+            rows = [row for row in rows if row[_PART] != "opened"]
         if len(parts) > 1:
             # A UNION ALL promises no order across its parts; the caller's order is the parts' order.
             order = {name: position for position, name in enumerate(PART_ORDER)}
@@ -406,7 +453,8 @@ def project_facts(project_id: int, generation: int) -> _ProjectFacts:
         norms = numpy.linalg.norm(vectors, axis=1, keepdims=True)
         vectors = numpy.divide(vectors, norms, out=numpy.zeros_like(vectors), where=norms > 0)
     entry = _ProjectFacts(
-        rows=tuple(row[:-1] for row in found),
+        # status_changed_at in microseconds, as the candidate read sends it (``_merge`` sorts both together).
+        rows=tuple((*row[:_CHANGED], _microseconds(row[_CHANGED])) for row in found),
         vectors=vectors,
         with_vector=with_vector,
         loaded=clock,

@@ -28,9 +28,8 @@ from governance.rules.seals import EncodedCandidates
 from governance.rules.sessions import HINT_SOURCE, resume_hint_findings
 from governance.rules.supersession import effective_caps
 from governance.selectors import retrievals as selectors
-from governance.services import audit, checkpoints, session_blocks, statements
+from governance.services import audit, checkpoints, session_blocks, sessions, statements
 from governance.services.embeddings import embed_query
-from governance.services.sessions import open_session
 
 # How stale a principal's last-seen time may get before a retrieval rewrites it.
 LAST_SEEN_GRANULARITY = timedelta(minutes=1)
@@ -92,8 +91,12 @@ def retrieve(
         # The row lock orders the rounds of one session, so two rounds cannot
         # both compute and cache its start block. A session this round creates
         # is stored with its R9 mode, which the first computation would set anyway.
+        # A first round's new session is inserted with its candidate read
+        # (one round trip fewer): it computes its start block either way, and
+        # no one else can see the session before this transaction commits.
+        insert_later = request.round == 1 and header.session is None
         session = (
-            open_session(
+            sessions.open_session(
                 agent,
                 request.session,
                 principal,
@@ -104,11 +107,18 @@ def retrieve(
                 else "",
                 looked_up=True,
                 found=header.session,
+                insert_later=insert_later,
             )
             if request.session
             else None
         )
-        result, block = _decide(agent, version, principal, session, request, query_vector, now, header)
+        try:
+            result, block = _decide(agent, version, principal, session, request, query_vector, now, header)
+        except _SessionTaken:
+            # Another first round of the same new session inserted it after
+            # this one's header looked: wait for it (the lock), use it as found.
+            session = sessions.open_session(agent, request.session or "", principal, lock=True)
+            result, block = _decide(agent, version, principal, session, request, query_vector, now, header)
         planned = time.perf_counter()
         # The event is append-only, so its timings are what is known before it
         # is written: embedding the query, then fetching and deciding.
@@ -170,9 +180,16 @@ def _decide(
     # A later round's own candidates, when the header read them with the block
     # (for the principal and session it found, which this round then has).
     read_ahead = header.later_rows if principal is header.principal and session is header.session else None
+    # A new session not stored yet (``open_session(insert_later=True)``) is
+    # inserted with the candidate read, before anything needs its id.
+    opening = (
+        selectors.Opening(*sessions.opening_statement(session))
+        if session is not None and session._state.adding
+        else None
+    )
 
     def candidates(*, session_start: bool) -> list[rules.Candidate]:
-        return selectors.candidates(
+        found = selectors.candidates(
             agent.project,
             principal,
             session,
@@ -183,7 +200,15 @@ def _decide(
             facts_generation=header.facts_generation,
             plan_once=header.few_facts,
             later_rows=None if session_start else read_ahead,
+            opening=opening,
         )
+        if opening is not None:
+            assert session is not None
+            if opening.session_id is not None:
+                sessions.adopt(session, opening.session_id)
+            elif opening.sent or not sessions.insert_unless_taken(session):
+                raise _SessionTaken
+        return found
 
     if session is not None and request.round > 1:
         reuse, note = session_blocks.reusable(
@@ -260,6 +285,10 @@ def _decide(
         cached=False,
         cache_note=note if request.round > 1 else "",
     ), block
+
+
+class _SessionTaken(Exception):
+    """The new session a first round was inserting was inserted first by another round (``retrieve``)."""
 
 
 def _resume_hint(

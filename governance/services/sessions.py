@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -46,6 +47,7 @@ def open_session(
     mode: str = "",
     looked_up: bool = False,
     found: Session | None = None,
+    insert_later: bool = False,
 ) -> Session:
     """The agent's session ``external_id``, created on first use and bound to ``principal`` for good.
 
@@ -60,6 +62,10 @@ def open_session(
     (a retrieval's header), and ``found`` is what it found (None: nothing);
     the rules below apply to it exactly as to a session this call reads, and
     a missing one is inserted without a second look-up first.
+    ``insert_later`` (with ``looked_up``): a missing session is returned
+    unsaved, for the caller to insert in a statement it sends anyway
+    (``opening_statement``; a retrieval's first round sends it with its
+    candidate read) and then ``adopt``; until then the session holds no lock.
     """
     problem = identifier_problem(external_id, "session id")
     if problem:
@@ -71,8 +77,11 @@ def open_session(
         session = Session(
             project=agent.project, agent=agent, principal=principal, external_id=external_id, mode=mode
         )
+        if insert_later:
+            assert looked_up, "only a session the caller looked for and did not find is inserted later"
+            return session  # bound to ``principal`` from its INSERT on, as below
         # A row this transaction inserted is locked by it, as ``lock`` asks.
-        created = _insert_unless_taken(session)
+        created = insert_unless_taken(session)
         if not created:
             # Taken by another round between the look-up and the INSERT: use it.
             session = sessions.get(agent=agent, external_id=external_id)
@@ -97,32 +106,58 @@ def open_session(
     return session
 
 
-def _insert_unless_taken(session: Session) -> bool:
+def insert_unless_taken(session: Session) -> bool:
     """INSERT the session unless its (agent, external id) is taken; True when inserted.
 
     One statement where ``get_or_create`` sends four (a savepoint, the INSERT,
     the release, and on a race the rollback): a retrieval's first round opens
-    its session this way (docs/performance.md, "Statements per retrieval").
+    its session this way (docs/performance.md, "Statements per retrieval"),
+    when it does not send the INSERT with its candidate read.
     """
-    meta = Session._meta
-    fields = [f for f in meta.concrete_fields if not f.primary_key]
-    quote = connection.ops.quote_name
-    pk_column = meta.pk.column if meta.pk is not None else "id"
-    sql = (
-        f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(str(f.column)) for f in fields)}) "
-        f"VALUES ({', '.join(['%s'] * len(fields))}) "
-        "ON CONFLICT (agent_id, external_id) DO NOTHING "
-        f"RETURNING {quote(str(pk_column))}"
-    )
-    values = [f.get_db_prep_save(f.pre_save(session, add=True), connection) for f in fields]
+    sql, values = opening_statement(session)
     with connection.cursor() as cursor:
         cursor.execute(sql, values)
         row = cursor.fetchone()
     if row is None:
         return False
-    session.pk = row[0]
-    session._state.adding = False
+    adopt(session, row[0])
     return True
+
+
+def opening_statement(session: Session) -> tuple[str, dict[str, Any]]:
+    """The INSERT of the unsaved ``session`` unless its (agent, external id) is taken,
+    returning its id (no row when taken), with named values (``OPENING_PREFIX``
+    and the column) so that it can join a statement of other named values.
+
+    A row this transaction inserted is locked by it until the transaction
+    ends: the lock ``open_session(lock=True)`` takes of a session it finds.
+    """
+    meta = Session._meta
+    fields = [f for f in meta.concrete_fields if not f.primary_key]
+    quote = connection.ops.quote_name
+    pk_column = meta.pk.column if meta.pk is not None else "id"
+    names = [f"{OPENING_PREFIX}{f.column}" for f in fields]
+    sql = (
+        f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(str(f.column)) for f in fields)}) "
+        f"VALUES ({', '.join(f'%({name})s' for name in names)}) "
+        "ON CONFLICT (agent_id, external_id) DO NOTHING "
+        f"RETURNING {quote(str(pk_column))}"
+    )
+    values = {
+        name: f.get_db_prep_save(f.pre_save(session, add=True), connection)
+        for name, f in zip(names, fields, strict=True)
+    }
+    return sql, values
+
+
+OPENING_PREFIX = "opening_"
+
+
+def adopt(session: Session, pk: int) -> None:
+    """Mark the session ``opening_statement`` inserted as the stored row ``pk``."""
+    session.pk = pk
+    session._state.adding = False
+    session._state.db = connection.alias
 
 
 class SessionAlreadyEnded(Exception):

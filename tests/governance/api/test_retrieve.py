@@ -199,31 +199,31 @@ def test_fact_endpoint_shows_the_chain_both_ways(support_bot):
 
 
 def test_a_retrieval_costs_a_fixed_number_of_queries(support_bot, django_assert_num_queries):
-    # Round 1 of a session, 8: the agent key, the request's savepoint, one read
+    # Round 1 of a session, 7: the agent key, the request's savepoint, one read
     # of the principal with R9's input, the reviewers' rulings on possible
     # conflicts, the project's facts generation, the session (locked; none
-    # yet) and the principal's ended sessions (R9's resume hint); the session
-    # INSERT .. ON CONFLICT carrying its mode, which locks the row it inserts;
-    # the project's facts (first retrieval of this generation in the process
-    # only); the candidates; one statement for the event with the start block
-    # (an upsert) and the principal's last-seen time; and the savepoint's
-    # release (the test runs inside a transaction). A later round, 5: the
-    # header reads the session locked, the cached start block with its facts,
-    # which replace planning it, and the round's own candidates; the
-    # project's facts come from the process, and last-seen is fresh enough to
-    # leave alone. The first round of another session, 7 (docs/performance.md,
-    # "Statements per retrieval").
+    # yet) and the principal's ended sessions (R9's resume hint); the
+    # project's facts (first retrieval of this generation in the process
+    # only); the candidates, with the session's INSERT .. ON CONFLICT
+    # carrying its mode in front of them (which locks the row it inserts);
+    # one statement for the event with the start block (an upsert) and the
+    # principal's last-seen time; and the savepoint's release (the test runs
+    # inside a transaction). A later round, 5: the header reads the session
+    # locked, the cached start block with its facts, which replace planning
+    # it, and the round's own candidates; the project's facts come from the
+    # process, and last-seen is fresh enough to leave alone. The first round
+    # of another session, 6 (docs/performance.md, "Statements per retrieval").
     for n in range(3):
         support_bot.write(f"Prefers tea number {n}", kind="preference")
     for n in range(3):
         support_bot.write(f"Lives in city {n}", key="home_city")
-    with django_assert_num_queries(8):
+    with django_assert_num_queries(7):
         support_bot.retrieve("s-1", round=1, query="tea")
     with django_assert_num_queries(5):
         support_bot.retrieve("s-1", round=2, query="tea")
-    with django_assert_num_queries(7):
+    with django_assert_num_queries(6):
         support_bot.retrieve("s-2", round=1, query="tea")
-    # A first round naming a session that exists: the header found it, so
-    # nothing is inserted (one statement fewer than a new session).
+    # A first round naming a session that exists: the header found it and
+    # locked it, so nothing is inserted, and the read takes its slots.
     with django_assert_num_queries(6):
         support_bot.retrieve("s-2", round=1, query="tea")

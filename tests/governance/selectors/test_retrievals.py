@@ -104,6 +104,14 @@ def test_only_the_history_part_reads_when_a_status_changed(project: Project, peo
         rows = cursor.fetchall()
     changed = {(row[selectors._PART], row[selectors._CHANGED] is None) for row in rows}
     assert changed == {("static", True), ("nearest", True), ("history", False)}
+    # As whole microseconds since 1970, not text to parse: exactly the stored time.
+    stored = dict(Fact.objects.values_list("pk", "status_changed_at"))
+    history = [row for row in rows if row[selectors._PART] == "history"]
+    assert history and all(row[selectors._CHANGED].__class__ is int for row in history)
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    assert [epoch + timedelta(microseconds=row[selectors._CHANGED]) for row in history] == [
+        stored[row[selectors._ID]] for row in history
+    ]
 
 
 def test_the_query_vector_reaches_the_database_with_the_values_its_field_would_send() -> None:

@@ -14,8 +14,9 @@ from django.utils import timezone
 
 from governance.models import Fact, RetrievalEvent, RetrievalFeedback, Session
 from governance.rules import contradictions
-from governance.services import retrievals
+from governance.services import retrievals, sessions
 from governance.services.retrievals import RetrieveRequest
+from governance.services.sessions import SessionError
 from tests.helpers import candidate
 from tests.personas import AgentPersona, FactFactory, PrincipalFactory
 
@@ -191,3 +192,125 @@ def test_a_statement_changed_without_its_claims_is_compared_by_its_new_words(sup
 
     assert "Leeds" in event.context and "walks around York" in event.context
     assert candidate(event.pk, leeds.pk).decision == "selected"
+
+
+def test_a_first_rounds_new_session_is_stored_with_its_candidate_read(support_bot, remembered):
+    # One statement inserts the session (bound to its person, with R9's mode)
+    # and reads the candidates (docs/performance.md, "Statements per retrieval").
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        event, _ = ask(support_bot, "s-new")
+    session = Session.objects.get(external_id="s-new")
+    assert session.principal is not None
+    assert (session.principal.external_id, session.mode, event.session_id) == ("alice", "resume", session.pk)
+
+    def alone(captured: CaptureQueriesContext) -> list[str]:
+        # The statements that insert a session and read no facts (a read
+        # prepared before shows only its EXECUTE, so it is not looked for).
+        return [
+            q["sql"]
+            for q in captured
+            if 'INSERT INTO "governance_session"' in q["sql"] and "governance_fact" not in q["sql"]
+        ]
+
+    assert alone(captured) == []
+    # Project memory only: no fact of a person's to read, and the process has
+    # the project's facts, so the session is inserted by a statement of its own.
+    with CaptureQueriesContext(connection) as captured:
+        event, _ = retrievals.retrieve(support_bot.agent, RetrieveRequest(None, "s-project", "", 1, True))
+    assert len(alone(captured)) == 1
+    assert Session.objects.get(external_id="s-project").principal is None
+    assert event.session_id == Session.objects.get(external_id="s-project").pk
+
+
+def test_a_first_round_whose_new_session_another_round_stored_first_uses_theirs(
+    support_bot, remembered, monkeypatch
+):
+    # The other round committed between this one's header (no such session)
+    # and its INSERT: this one waits for it, then reads it locked, with its
+    # slots, and keeps the rules of a session it found.
+    from governance.models import Principal
+    from governance.selectors import retrievals as selectors
+
+    alice = Principal.objects.get(external_id="alice")
+    theirs = Session.objects.create(
+        project=support_bot.agent.project, agent=support_bot.agent, principal=alice, external_id="s-race"
+    )
+    slot = support_bot.write("Wants a window seat", kind="slot", session="s-race")["fact"]["id"]
+    header = selectors.retrieval_header
+
+    def before_the_other_round(*args, **kwargs):
+        found = header(*args, **kwargs)
+        return found.__class__(**{**found.__dict__, "session": None})
+
+    monkeypatch.setattr(selectors, "retrieval_header", before_the_other_round)
+    event, result = ask(support_bot, "s-race")
+    assert event.session_id == theirs.pk
+    assert Session.objects.filter(external_id="s-race").count() == 1
+    assert slot in {item.fact_id for item in result.selected}
+    # Bound to another person, the session is refused as if found.
+    bob = Principal.objects.get(external_id="bob")
+    Session.objects.create(
+        project=support_bot.agent.project, agent=support_bot.agent, principal=bob, external_id="s-bob"
+    )
+    events = RetrievalEvent.objects.count()
+    with pytest.raises(SessionError):
+        ask(support_bot, "s-bob")
+    assert RetrievalEvent.objects.count() == events
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_first_rounds_of_one_new_session_share_it(support_bot, monkeypatch):
+    # Neither header finds the session; the first to insert it holds its
+    # transaction open, the other's INSERT waits for it, finds it taken, and
+    # goes on with the session the first stored (not a second one, not an error).
+    import threading
+    import time
+
+    from django.db import connection
+
+    support_bot.write("Lives in Leeds", key="home_city")
+    real_record, real_open = retrievals._record, sessions.open_session
+    held = threading.Event()
+    fallbacks: list[str] = []
+
+    def slow_record(*args, **kwargs):
+        if not held.is_set():
+            held.set()
+            time.sleep(1.0)
+        return real_record(*args, **kwargs)
+
+    def counted_open(agent, external_id, principal, **kwargs):
+        if not kwargs.get("looked_up"):
+            fallbacks.append(external_id)
+        return real_open(agent, external_id, principal, **kwargs)
+
+    monkeypatch.setattr(retrievals, "_record", slow_record)
+    monkeypatch.setattr(sessions, "open_session", counted_open)
+    barrier = threading.Barrier(2)
+    events: list[int] = []
+    errors: list[BaseException] = []
+
+    def first_round() -> None:
+        barrier.wait()
+        try:
+            event, _ = ask(support_bot, "s-both")
+            events.append(event.pk)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=first_round) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+
+    assert errors == [] and len(events) == 2
+    [session] = Session.objects.filter(external_id="s-both")
+    used = RetrievalEvent.objects.filter(pk__in=events).values_list("session_id", flat=True)
+    assert set(used) == {session.pk}
+    assert fallbacks == ["s-both"]

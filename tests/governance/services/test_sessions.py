@@ -22,8 +22,8 @@ from governance.services.retrievals import RetrieveRequest, retrieve
 from governance.services.sessions import (
     EndRequest,
     SessionError,
-    _insert_unless_taken,
     end_session,
+    insert_unless_taken,
     open_session,
 )
 from governance.services.writes import UnknownReference, WriteRequest, submit_write
@@ -232,7 +232,7 @@ def test_opening_a_session_another_round_just_created_uses_theirs(support_bot: A
         project=support_bot.agent.project, agent=support_bot.agent, principal=principal, external_id="s-race"
     )
 
-    assert _insert_unless_taken(late) is False
+    assert insert_unless_taken(late) is False
     assert late.pk is None
     opened = open_session(support_bot.agent, "s-race", principal, lock=True)
     assert opened.pk == theirs.pk

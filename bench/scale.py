@@ -641,15 +641,19 @@ def explain_round1(agent: Any, person: str) -> str:
         # as it ran: EXECUTE with its values, under its generic or custom plan.
         sql = re.sub(r"^(DEALLOCATE ALL; )?PREPARE \S+ AS .*?; (?=EXECUTE )", "", sql, flags=re.S)
         prepared_read = sql.startswith(f"EXECUTE {prepared.NAME_PREFIX}")
-        if prepared_read or (sql.lstrip("( ").upper().startswith("SELECT") and "governance_fact" in sql):
+        # A first round's candidate read carries its new session's INSERT in front (WITH opened AS ...).
+        read = sql.lstrip("( ").upper().startswith(("SELECT", "WITH OPENED AS")) and "governance_fact" in sql
+        if prepared_read or read:
             # Under the agent's project scope, as the retrieval ran it: without one,
             # row-level security leaves no rows and the plan shows nothing of the work.
             # Set by hand: governance.rls applies a scope only to the statements it
-            # recognises as reading a table, and EXPLAIN is not one of them.
+            # recognises as reading a table, and EXPLAIN is not one of them. Rolled
+            # back: EXPLAIN ANALYZE runs the statement, a session's INSERT included.
             with transaction.atomic(), connection.cursor() as cursor:
                 cursor.execute("SELECT set_config(%s, %s, true)", [rls.SETTING, str(agent.project_id)])
                 cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS) {sql}")
                 lines += ["   " + row[0] for row in cursor.fetchall()]
+                transaction.set_rollback(True)
         lines.append("")
     return "\n".join(lines)
 

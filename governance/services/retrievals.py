@@ -117,7 +117,8 @@ def retrieve(
         except _SessionTaken:
             # Another first round of the same new session inserted it after
             # this one's header looked: wait for it (the lock), use it as found.
-            session = sessions.open_session(agent, request.session or "", principal, lock=True)
+            assert request.session is not None, "only a named session is inserted"
+            session = sessions.open_session(agent, request.session, principal, lock=True)
             result, block = _decide(agent, version, principal, session, request, query_vector, now, header)
         planned = time.perf_counter()
         # The event is append-only, so its timings are what is known before it

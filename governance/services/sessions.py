@@ -7,6 +7,7 @@ cannot serve one person's memory to another (R1, R12).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -20,7 +21,7 @@ from governance.rules.provenance import identifier_problem, summary_ref
 from governance.rules.sessions import resume_hint_findings
 from governance.rules.summaries import SummaryCheck, check_summary
 from governance.rules.supersession import effective_caps
-from governance.services import audit
+from governance.services import audit, statements
 from governance.services.facts import end_scope
 
 SUMMARY_CHECK = "summary_check"
@@ -132,20 +133,10 @@ def opening_statement(session: Session) -> tuple[str, dict[str, Any]]:
     A row this transaction inserted is locked by it until the transaction
     ends: the lock ``open_session(lock=True)`` takes of a session it finds.
     """
-    meta = Session._meta
-    fields = [f for f in meta.concrete_fields if not f.primary_key]
-    quote = connection.ops.quote_name
-    pk_column = meta.pk.column if meta.pk is not None else "id"
-    names = [f"{OPENING_PREFIX}{f.column}" for f in fields]
-    sql = (
-        f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(str(f.column)) for f in fields)}) "
-        f"VALUES ({', '.join(f'%({name})s' for name in names)}) "
-        "ON CONFLICT (agent_id, external_id) DO NOTHING "
-        f"RETURNING {quote(str(pk_column))}"
-    )
+    sql, fields = _opening_sql()
     values = {
-        name: f.get_db_prep_save(f.pre_save(session, add=True), connection)
-        for name, f in zip(names, fields, strict=True)
+        f"{OPENING_PREFIX}{f.column}": f.get_db_prep_save(f.pre_save(session, add=True), connection)
+        for f in fields
     }
     return sql, values
 
@@ -153,11 +144,26 @@ def opening_statement(session: Session) -> tuple[str, dict[str, Any]]:
 OPENING_PREFIX = "opening_"
 
 
+@functools.cache
+def _opening_sql() -> tuple[str, tuple[Any, ...]]:
+    """``opening_statement``'s text and the fields it names: the same for every session."""
+    meta = Session._meta
+    fields = tuple(f for f in meta.concrete_fields if not f.primary_key)
+    quote = connection.ops.quote_name
+    pk_column = meta.pk.column if meta.pk is not None else "id"
+    sql = (
+        f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(str(f.column)) for f in fields)}) "
+        f"VALUES ({', '.join(f'%({OPENING_PREFIX}{f.column})s' for f in fields)}) "
+        "ON CONFLICT (agent_id, external_id) DO NOTHING "
+        f"RETURNING {quote(str(pk_column))}"
+    )
+    return sql, fields
+
+
 def adopt(session: Session, pk: int) -> None:
     """Mark the session ``opening_statement`` inserted as the stored row ``pk``."""
     session.pk = pk
-    session._state.adding = False
-    session._state.db = connection.alias
+    statements.stored(session)
 
 
 class SessionAlreadyEnded(Exception):

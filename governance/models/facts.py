@@ -110,8 +110,9 @@ class Fact(models.Model):
     # starts with the project (migration 0041).
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="facts", db_index=False)
     # Null for project-level facts, which every principal of the project sees (R1).
+    # Its index is fact_principal_changed_idx, which starts with it (migration 0048).
     principal = models.ForeignKey(
-        Principal, on_delete=models.PROTECT, null=True, blank=True, related_name="facts"
+        Principal, on_delete=models.PROTECT, null=True, blank=True, related_name="facts", db_index=False
     )
     # Set only for slots: in-session working memory that belongs to one session.
     session = models.ForeignKey(
@@ -218,6 +219,12 @@ class Fact(models.Model):
                 name="fact_principal_verified_idx",
             ),
             models.Index(fields=["project", "principal", "key"], name="fact_principal_key_idx"),
+            # A principal's facts newest status change first: a first round's history part
+            # (selectors.retrievals) stops after the newest that do not stand. Also the
+            # principal's own index (the foreign key's, which it replaced: migration 0048).
+            models.Index(
+                fields=["principal", "-status_changed_at", "-id"], name="fact_principal_changed_idx"
+            ),
             models.Index(fields=["status", "valid_to"], name="fact_status_valid_to_idx"),
             models.Index(fields=["project", "status", "kind"], name="fact_project_status_idx"),
             # A write's look-ups (services.writes._what_the_write_meets), planned once per

@@ -211,6 +211,13 @@ _SCOPES = {
     ),
     "shared": "f.project_id = %(project)s AND f.principal_id IS NULL AND f.session_id IS NULL",
 }
+# The history part of the "own" scope names the principal alone. Its id was looked up
+# within the agent's project (the header), so it implies the project, and row-level
+# security confines the read to that project all the same. Named together, PostgreSQL
+# multiplies the two columns' selectivities as if they were independent, takes the
+# largest principal's 8,107 facts for ~940 and sorts them all rather than walk
+# fact_principal_changed_idx newest change first and stop at the limit (migration 0048).
+_HISTORY_SCOPES = {**_SCOPES, "own": "f.principal_id = {principal} AND f.session_id IS NULL"}
 
 _PARTS = {
     # Static memory that could be injected, all of it.
@@ -251,7 +258,7 @@ def _part_sql(part: str, scope: str, with_query: bool, *, principal: str, sessio
         columns=_COLUMNS,
         unchanged=_COLUMNS_UNCHANGED,
         distance=_DISTANCE_SQL[with_query],
-        scope=_SCOPES[scope].format(principal=principal),
+        scope=(_HISTORY_SCOPES if part == "history" else _SCOPES)[scope].format(principal=principal),
         standing=STANDING_SQL,
         principal=principal,
         session=session,

@@ -18,7 +18,7 @@ from governance.rules.policy import PolicySettings
 from governance.selectors import retrievals as selectors
 from governance.services import retrievals
 from governance.services.retrievals import RetrieveRequest
-from tests.personas import AgentPersona, FactFactory, PrincipalFactory
+from tests.personas import AgentPersona, FactFactory, PrincipalFactory, ProjectFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -112,6 +112,40 @@ def test_only_the_history_part_reads_when_a_status_changed(project: Project, peo
     assert [epoch + timedelta(microseconds=row[selectors._CHANGED]) for row in history] == [
         stored[row[selectors._ID]] for row in history
     ]
+
+
+def test_the_history_part_of_a_principals_own_facts_names_the_principal_alone(
+    project: Project, people: dict[str, Any]
+) -> None:
+    # Named with the project too, PostgreSQL multiplies the two columns' selectivities,
+    # takes a large principal for a small one and sorts all its facts instead of walking
+    # fact_principal_changed_idx (migration 0048): the text is what the plan depends on.
+    from django.db import connection
+
+    from governance import rls
+
+    history = selectors.candidate_statement(("history",), "own", False)
+    assert "project_id" not in history and "f.principal_id = %(principal)s" in history
+    # What it reads is still this principal's facts that do not stand, newest change first (R1, R14).
+    other = ProjectFactory()
+    elsewhere = PrincipalFactory(project=other, external_id="alice")
+    FactFactory(project=other, principal=elsewhere, status="superseded", statement="Another Alice")
+    params = {
+        **selectors.standing_bounds(POLICY, people["now"]),
+        "project": project.pk,
+        "principal": people["alice"].pk,
+        "history_limit": selectors.INACTIVE_HISTORY_LIMIT,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT set_config(%s, %s, true)", [rls.SETTING, str(project.pk)])
+        cursor.execute(history, params)
+        ids = [row[selectors._ID] for row in cursor.fetchall()]
+    facts = people["facts"]
+    expected = [f for f in facts.values() if f.principal_id == people["alice"].pk]
+    not_standing = {facts[name].pk for name in ("superseded", "low", "stale", "expired", "near_superseded")}
+    assert set(ids) == not_standing
+    changed = {f.pk: (f.status_changed_at, f.pk) for f in expected}
+    assert ids == sorted(ids, key=changed.__getitem__, reverse=True)
 
 
 def test_the_query_vector_reaches_the_database_with_the_values_its_field_would_send() -> None:

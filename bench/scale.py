@@ -677,24 +677,22 @@ def start_gunicorn(folder: Path, workers: int) -> tuple[subprocess.Popen[bytes],
     env["DATABASE_CONN_MAX_AGE"] = "600"
     env["ALLOWED_HOSTS"] = "127.0.0.1,localhost"
     log = open(folder / "gunicorn.log", "wb")  # noqa: SIM115 (closed with the process at exit)
+    from governance.management.commands.run_stack import WEB_CONFIG
+
     process = subprocess.Popen(
         [
             str(ROOT / ".venv" / "bin" / "gunicorn"),
+            # Production's settings (memoryadmin/gunicorn_conf.py: threads,
+            # keep-alive, the application preloaded and shared by the
+            # workers), with ``workers`` processes; each loads the embedding
+            # model on its first request (warmed below).
+            "--config",
+            WEB_CONFIG,
             "memoryadmin.wsgi:application",
             "--bind",
             f"127.0.0.1:{port}",
             "--workers",
             str(workers),
-            "--worker-class",
-            "gthread",
-            "--threads",
-            "8",
-            "--timeout",
-            "120",
-            # The application is loaded once and shared copy-on-write by the
-            # workers (memoryadmin/wsgi.py freezes it); each worker loads the
-            # embedding model on its first request (warmed below).
-            "--preload",
         ],
         cwd=ROOT,
         env=env,

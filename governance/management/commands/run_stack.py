@@ -37,6 +37,8 @@ from governance.management.commands.load_demo import DEMO_PASSWORD, DEMO_USERS
 from memoryadmin import embedded_db, local_secrets
 
 STOP_GRACE_SECONDS = 15
+# gunicorn's settings for the web tier, the ones production runs (memoryadmin/gunicorn_conf.py).
+WEB_CONFIG = "python:memoryadmin.gunicorn_conf"
 DEMO_HINT = "No projects yet. To explore with demo data and demo logins: DEMO=1 make run"
 FIRST_USER_HINT = (
     "To give someone access: python manage.py create_user_token USERNAME --role admin --project PROJECT"
@@ -94,17 +96,16 @@ def stack_commands(bin_dir: Path, bind: str) -> dict[str, list[str]]:
     return {
         "web": [
             str(bin_dir / "gunicorn"),
+            # The production settings (processes, threads, keep-alive, preload):
+            # the stack runs what ships, plus an access log on the terminal.
+            "--config",
+            WEB_CONFIG,
             "memoryadmin.wsgi",
             "--bind",
             bind,
-            "--workers",
-            "2",
-            # Threads keep a worker answering while it streams a long export;
-            # a sync worker would be killed by the 30 s timeout mid-download.
-            "--worker-class",
-            "gthread",
-            "--threads",
-            "4",
+            # Two processes on a development machine of any size, unless
+            # WEB_CONCURRENCY asks (the production default is one per core).
+            *([] if os.environ.get("WEB_CONCURRENCY") else ["--workers", "2"]),
             "--access-logfile",
             "-",
         ],

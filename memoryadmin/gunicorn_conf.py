@@ -32,13 +32,9 @@ def _whole(name: str, default: int) -> int:
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise SystemExit(f"{name} must be a whole number of at least 1, not {raw!r}.") from None
-    if value < 1:
+    if not raw.isdigit() or int(raw) < 1:
         raise SystemExit(f"{name} must be a whole number of at least 1, not {raw!r}.")
-    return value
+    return int(raw)
 
 
 workers = _whole("WEB_CONCURRENCY", os.cpu_count() or 1)

@@ -405,6 +405,9 @@ EMBEDDING_BATCH_THREADS = env_int("EMBEDDING_BATCH_THREADS", min(2, os.cpu_count
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or "filesystem://"
 CELERY_FILESYSTEM_BROKER_DIR = Path(env_str("CELERY_FILESYSTEM_BROKER_DIR") or BASE_DIR / ".data" / "broker")
 if CELERY_BROKER_URL == "filesystem://":
+    # kombu's filesystem transport, but a message is renamed into place once
+    # written, so a polling worker never reads half of one (memoryadmin/broker.py).
+    CELERY_BROKER_TRANSPORT = "memoryadmin.broker:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(CELERY_FILESYSTEM_BROKER_DIR / "queue"),
         "data_folder_out": str(CELERY_FILESYSTEM_BROKER_DIR / "queue"),

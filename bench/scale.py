@@ -1123,7 +1123,9 @@ def main() -> None:
                 "identity_verified": True,
             }
 
-        load(base, key, "/api/v1/retrieve", retrieve_body, 2, 5)  # warm both workers
+        # Warm every thread of both workers (each holds its own database connection
+        # and prepares its statements on first use), as a server in service is.
+        load(base, key, "/api/v1/retrieve", retrieve_body, 8, 5)
         http: dict[str, Any] = {}
         for clients, per in (
             (1, int(60 * scale) or 10),
@@ -1134,9 +1136,16 @@ def main() -> None:
             http[f"retrieve_c{clients}"] = load(
                 base, key, "/api/v1/retrieve", retrieve_body, clients, per, server=process
             )
+        # The same statements as the in-process writes but for the tag. Until 5
+        # December 2026 the tag was "http1"/"http8", and "http" is in the write
+        # guard's vocabulary of links (rules/guard_plain.py): every write sent here
+        # then waited for the meaning model, which the in-process ones did not.
+        load(
+            base, key, "/api/v1/writes", lambda c, i: write_body("warm", c, i, people[i % len(people)]), 8, 3
+        )
         for clients, per in ((1, int(60 * scale) or 10), (8, int(25 * scale) or 5)):
             print(f"  POST /api/v1/writes, {clients} clients", flush=True)
-            tag = f"http{clients}"
+            tag = f"served{clients}"
             http[f"writes_c{clients}"] = load(
                 base,
                 key,

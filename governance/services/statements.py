@@ -11,15 +11,21 @@ commit, as ever.
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
 from typing import Any
 
 from django.contrib.postgres.fields import ArrayField
 from django.db import connection, models
 from django.db.models.constants import OnConflict
 from django.db.models.sql import InsertQuery
+from psycopg.types.json import Jsonb
 
 from governance import prepared
+from governance.models.facts import EmbeddingField, vector_text
 
 Statement = tuple[str, Sequence[Any]]
 
@@ -73,6 +79,136 @@ def _fixed_text(fields: Sequence[models.Field[Any, Any]], row: models.Model) -> 
         if placeholder is not None and not isinstance(field, ArrayField):
             return False
     return True
+
+
+def insert_rows(rows: Sequence[models.Model]) -> list[Statement]:
+    """One INSERT of new rows of one model, their values sent as one JSON document.
+
+    ``INSERT ... SELECT ... FROM json_populate_recordset(NULL::table, %s)``: the
+    server reads each value with its column's own input function, as it reads
+    the text psycopg would have quoted for it, so the stored rows are those
+    ``save(force_insert=True)`` stores (pinned by tests/governance/services/
+    test_statements.py). One parameter instead of one per column: a write's
+    fact, write and audit entry were ~80 values, past psycopg's cache of parsed
+    statements (50 values), so it split and quoted them again on every write,
+    and the server parsed that many literals (issue 13). A row whose value is
+    an expression, or of a type this does not know, is sent as ``insert`` sends
+    it, one INSERT a row.
+    """
+    first = rows[0]
+    plan = _json_plan(type(first), with_pk=first.pk is not None)
+    try:
+        document = "[" + ",".join([_json_row(plan, row) for row in rows]) + "]"
+    except _NotPlain:
+        return [insert(row) for row in rows]
+    return [(plan.sql, [document])]
+
+
+class _NotPlain(Exception):
+    """A value that only Django's compiler knows how to send."""
+
+
+@dataclass(frozen=True)
+class _JsonPlan:
+    sql: str
+    # Per column: the JSON key with its quotes and colon, how its value is encoded, the field.
+    columns: tuple[tuple[str, str, models.Field[Any, Any]], ...]
+
+
+@functools.cache
+def _json_plan(model: type[models.Model], *, with_pk: bool) -> _JsonPlan:
+    meta = model._meta
+    fields = [
+        f for f in meta.local_concrete_fields if not f.generated and (with_pk or f is not meta.auto_field)
+    ]
+    table = connection.ops.quote_name(meta.db_table)
+    # Concrete fields always have a column (the stubs allow None).
+    names = ", ".join(connection.ops.quote_name(f.column) for f in fields)  # type: ignore[arg-type]
+    sql = (
+        f"INSERT INTO {table} ({names}) SELECT {names} FROM json_populate_recordset(NULL::{table}, %s::json)"
+    )
+    return _JsonPlan(sql, tuple((json.dumps(f.column) + ":", _encoding(f), f) for f in fields))
+
+
+def _encoding(field: models.Field[Any, Any]) -> str:
+    """How ``_json_value`` sends a field's values (``generic`` asks the field, as ``save()`` does)."""
+    if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False):
+        return "generic"  # pre_save sets the value
+    kind = field.get_internal_type()
+    if kind in _PLAIN_KINDS or isinstance(field, models.ForeignKey):
+        return "plain"
+    if kind == "DateTimeField":
+        return "datetime"
+    if type(field) is models.JSONField and field.encoder is None:
+        return "json"
+    if type(field) is EmbeddingField:
+        return "vector"
+    return "generic"
+
+
+_PLAIN_KINDS = frozenset(
+    {
+        "AutoField",
+        "BigAutoField",
+        "SmallAutoField",
+        "BigIntegerField",
+        "IntegerField",
+        "SmallIntegerField",
+        "PositiveBigIntegerField",
+        "PositiveIntegerField",
+        "PositiveSmallIntegerField",
+        "BooleanField",
+        "CharField",
+        "TextField",
+    }
+)
+_dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+
+
+def _json_row(plan: _JsonPlan, row: models.Model) -> str:
+    values = row.__dict__
+    return (
+        "{"
+        + ",".join(
+            [key + _json_value(how, field, values[field.attname], row) for key, how, field in plan.columns]
+        )
+        + "}"
+    )
+
+
+def _json_value(how: str, field: models.Field[Any, Any], value: Any, row: models.Model) -> str:
+    if value is None:
+        return "null"
+    kind = type(value)
+    if how == "plain":
+        if kind is str:
+            return _dumps(value)
+        if kind is bool:
+            return "true" if value else "false"
+        if kind is int:
+            return str(value)
+    elif how == "datetime":
+        if kind is datetime and value.tzinfo is not None:
+            return f'"{value.isoformat()}"'
+    elif how == "json" and not hasattr(value, "resolve_expression"):
+        return _dumps(value)
+    elif how == "vector" and kind in (list, tuple):
+        return '"' + vector_text(value) + '"'
+    if hasattr(value, "resolve_expression"):
+        raise _NotPlain
+    # Anything else as save() prepares it; the JSON then holds the text the column reads.
+    prepared = field.get_db_prep_save(field.pre_save(row, True), connection)
+    if prepared is None:
+        return "null"
+    if isinstance(prepared, Jsonb):
+        # Its own encoding (a field's encoder, or JSON already made): the text goes in as it is.
+        text = (prepared.dumps or _dumps)(prepared.obj)
+        return text.decode() if isinstance(text, bytes) else text
+    if isinstance(prepared, datetime | date):
+        return '"' + prepared.isoformat() + '"'
+    if isinstance(prepared, str | int | float | bool | list):
+        return _dumps(prepared)
+    raise _NotPlain
 
 
 def together(statements: Sequence[Statement], *, returning: str | None = None) -> Any:

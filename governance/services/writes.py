@@ -1186,48 +1186,17 @@ def _enqueue(write: Write, corroborated: Fact | None, embed_later: list[int] | N
 
 def _insert_together(*rows: models.Model) -> None:
     """INSERT new rows of several tables in one statement, one round trip (``services.statements``):
-    each run of rows of one model as one multi-row INSERT (``_unnest_insert``), a lone row as
-    the INSERT Django would issue for ``save(force_insert=True)``; rows without an id get
-    theirs in the order given. Nothing is returned: every row's id is known already (or, for
-    an audit entry, unused)."""
+    each run of rows of one model as one INSERT of a JSON document (``statements.insert_rows``);
+    rows without an id get theirs in the order given. Nothing is returned: every row's id is
+    known already (or, for an audit entry, unused)."""
     runs: list[list[models.Model]] = []
     for row in rows:
         if runs and type(runs[-1][0]) is type(row) and (runs[-1][0].pk is None) == (row.pk is None):
             runs[-1].append(row)
         else:
             runs.append([row])
-    parts: list[statements.Statement] = []
-    for run in runs:
-        if len(run) == 1:
-            parts.append(statements.insert(run[0]))
-            continue
-        meta = run[0]._meta
-        fields = [
-            f
-            for f in meta.local_concrete_fields
-            if not f.generated and (run[0].pk is not None or f is not meta.auto_field)
-        ]
-        parts.append(_unnest_insert(run, fields))
-    statements.together(parts)
+    statements.together([part for run in runs for part in statements.insert_rows(run)])
     statements.stored(*rows)
-
-
-def _unnest_insert(
-    rows: Sequence[models.Model], fields: Sequence[models.Field[Any, Any]]
-) -> tuple[str, list[Any]]:
-    """A multi-row INSERT with one array per column (``INSERT ... SELECT * FROM UNNEST(...)``),
-    the values prepared as ``save()`` prepares them (``pre_save``, ``get_db_prep_save``).
-
-    Django 5.2's own UNNEST insert does the same, but compiles every value of every row
-    separately, which cost a 500-write batch nearly half its time (issue 13), and falls
-    back to a VALUES list for a vector column; a vector's database value is its text form,
-    which PostgreSQL casts element by element like any other array."""
-    table = connection.ops.quote_name(rows[0]._meta.db_table)
-    # Concrete fields always have a column and a database type (the stubs allow None).
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)  # type: ignore[arg-type]
-    arrays = ", ".join(f"%s::{f.db_type(connection).split('(')[0]}[]" for f in fields)  # type: ignore[union-attr]
-    values = [[f.get_db_prep_save(f.pre_save(row, True), connection) for row in rows] for f in fields]
-    return f"INSERT INTO {table} ({columns}) SELECT * FROM UNNEST({arrays})", values
 
 
 def _escalate(outcome: str, findings: tuple[guard.Finding, ...]) -> str:

@@ -72,7 +72,7 @@ def test_an_expression_is_compiled_into_the_text_even_when_the_text_is_known() -
 
 # Text PostgreSQL stores: anything but NUL (which no text column holds) and lone surrogates
 # (which no UTF-8 connection sends).
-_TEXT = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=60)
+_TEXT = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"), max_size=60)
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**53), 2**53) | _TEXT,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),

@@ -135,8 +135,14 @@ def _encoding(field: models.Field[Any, Any]) -> str:
     if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False):
         return "generic"  # pre_save sets the value
     kind = field.get_internal_type()
-    if kind in _PLAIN_KINDS or isinstance(field, models.ForeignKey):
-        return "plain"
+    if isinstance(field, models.ForeignKey):
+        kind = field.target_field.get_internal_type()
+    if kind in _INTEGER_KINDS:
+        return "integer"
+    if kind in ("CharField", "TextField"):
+        return "text"
+    if kind == "BooleanField":
+        return "boolean"
     if kind == "DateTimeField":
         return "datetime"
     if type(field) is models.JSONField and field.encoder is None:
@@ -146,7 +152,7 @@ def _encoding(field: models.Field[Any, Any]) -> str:
     return "generic"
 
 
-_PLAIN_KINDS = frozenset(
+_INTEGER_KINDS = frozenset(
     {
         "AutoField",
         "BigAutoField",
@@ -157,9 +163,6 @@ _PLAIN_KINDS = frozenset(
         "PositiveBigIntegerField",
         "PositiveIntegerField",
         "PositiveSmallIntegerField",
-        "BooleanField",
-        "CharField",
-        "TextField",
     }
 )
 _dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
@@ -179,14 +182,18 @@ def _json_row(plan: _JsonPlan, row: models.Model) -> str:
 def _json_value(how: str, field: models.Field[Any, Any], value: Any, row: models.Model) -> str:
     if value is None:
         return "null"
+    # Only a value of the column's own type takes the short way: save() would
+    # store str(False) in a text column, and 1 in an integer column for True.
     kind = type(value)
-    if how == "plain":
+    if how == "text":
         if kind is str:
             return _dumps(value)
-        if kind is bool:
-            return "true" if value else "false"
+    elif how == "integer":
         if kind is int:
             return str(value)
+    elif how == "boolean":
+        if kind is bool:
+            return "true" if value else "false"
     elif how == "datetime":
         if kind is datetime and value.tzinfo is not None:
             return f'"{value.isoformat()}"'

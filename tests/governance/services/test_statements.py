@@ -208,6 +208,45 @@ def test_rows_sent_as_json_are_the_rows_save_stores(
     assert first == second
 
 
+@pytest.mark.django_db
+def test_a_value_not_of_its_columns_type_is_stored_as_save_stores_it(support_bot: Any) -> None:
+    # save() stores str(False) in a text column and int(True) in an integer one;
+    # JSON false and true would have been stored as 'false' and refused.
+    agent = support_bot.agent
+    principal = Principal.objects.create(project=agent.project, external_id="p-types")
+    when = datetime(2026, 1, 2, tzinfo=UTC)
+
+    def fact(pk: int) -> Fact:
+        return Fact(
+            pk=pk,
+            project=agent.project,
+            principal=principal,
+            kind="preference",
+            statement=7,
+            source_type="user_statement",
+            source_observed_at=when,
+            writer=f"agent:{agent.slug}",
+            agent=agent,
+            authority=4,
+            recorded_at=when,
+            last_verified_at=when,
+            status_changed_at=when,
+            status="active",
+            token_count=True,
+            statement_digest="d" * 64,
+            fingerprint="f" * 64,
+            meaning_check_pending=0,
+            claims=False,
+        )
+
+    saved, sent = _fresh_ids("governance_fact", 2)
+    fact(saved).save(force_insert=True)
+    statements.together(statements.insert_rows([fact(sent)]))
+    stored = _stored(Fact, sent)
+    assert stored == _stored(Fact, saved)
+    assert (stored["claims"], stored["statement"], stored["token_count"]) == ("False", "7", 1)
+
+
 def test_a_value_only_the_compiler_can_send_goes_as_its_own_insert() -> None:
     [(sql, values)] = statements.insert_rows([_block(text=Upper(Value("shout")))])
     assert "UPPER(" in sql and "shout" in values

@@ -113,10 +113,13 @@ class Write(models.Model):
                 name="write_held_idx",
                 condition=Q(outcome__in=["pending_review", "quarantined"]),
             ),
-            # The per-agent limit on writes waiting for review counts these on every write.
+            # The per-agent limit on writes waiting for review counts these on every write
+            # (up to the limit). The project is carried so that the count, which row-level
+            # security filters by project, is read from the index alone (migration 0049).
             models.Index(
                 fields=["agent"],
-                name="write_agent_waiting_idx",
+                include=["project"],
+                name="write_agent_waiting_proj_idx",
                 condition=Q(status__in=["pending_review", "quarantined"]),
             ),
             # R16's count of an agent's derived writes in the last hour, read by

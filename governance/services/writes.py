@@ -63,6 +63,15 @@ POSSIBLE_CONFLICT_CHECK = "possible_conflict"
 CONTRADICTION_POOL = 200
 # Tombstones compared for a reworded withdrawn statement; those sharing a value.
 TOMBSTONE_VALUE_MATCHES = 50
+# The agent's writes waiting for a reviewer, counted up to the limit (the one
+# parameter): only whether the limit is reached matters, and the count then
+# costs at most the limit's worth of index entries (write_agent_waiting_proj_idx,
+# which carries the project row-level security filters on), however long the
+# agent's backlog has grown.
+WAITING_SQL = (
+    "(SELECT count(*) FROM (SELECT 1 FROM governance_write w WHERE w.agent_id = %s"
+    " AND w.status IN ('pending_review', 'quarantined') LIMIT %s) waiting)"
+)
 RISK_BY_SEVERITY = {"high": 3, "medium": 2, "low": 1}
 
 
@@ -400,8 +409,7 @@ class _Batch:
                 " FROM (SELECT w.created_at, w.statement FROM governance_write w WHERE w.agent_id = %s"
                 f" AND w.created_at >= %s AND w.statement <> '' ORDER BY w.created_at DESC"
                 f" LIMIT {BURST_RECENT_STATEMENTS}) r),"
-                " (SELECT count(*) FROM governance_write w WHERE w.agent_id = %s"
-                " AND w.status IN ('pending_review', 'quarantined'))",
+                f" {WAITING_SQL}",
                 [
                     len(requests),
                     len(requests),
@@ -413,6 +421,7 @@ class _Batch:
                     self.agent.pk,
                     now - BURST_WINDOW,
                     self.agent.pk,
+                    settings.MAX_PENDING_WRITES_PER_AGENT,
                 ],
             )
             write_ids, fact_ids, principal_ids, rejected, tombstones, recent, waiting = cursor.fetchone()
@@ -840,8 +849,8 @@ def _write_row(
 
 def _refuse_when_queue_full(outcome: str, waiting: int) -> None:
     """One agent cannot bury the reviewers. ``waiting`` came with the look-ups
-    (write_agent_waiting_idx); concurrent writes may overshoot the limit by a
-    few: it bounds a flood, not an exact number."""
+    (``WAITING_SQL``: at most the limit); concurrent writes may overshoot the
+    limit by a few: it bounds a flood, not an exact number."""
     if outcome in ("pending_review", "quarantined") and waiting >= settings.MAX_PENDING_WRITES_PER_AGENT:
         raise ReviewQueueFull(settings.MAX_PENDING_WRITES_PER_AGENT)
 
@@ -1299,7 +1308,7 @@ class Seen:
     tombstone_values: dict[str, frozenset[str]]  # tombstones sharing an identifying value
     recent_statements: tuple[str, ...]  # the agent's writes of the burst window, newest first
     recent_derived: int  # the agent's derived writes of the last hour (R16)
-    waiting: int  # the agent's writes waiting for a reviewer
+    waiting: int  # the agent's writes waiting for a reviewer, counted up to the limit
     exact_duplicate_id: int | None  # an active fact with the same fingerprint
     candidates: tuple[tuple[int, str], ...]  # newest active facts of the same slot and kind
     principal: Principal | None = None  # read with the look-ups when asked to (None: none yet)
@@ -1325,7 +1334,7 @@ def _what_the_write_meets(
 
     Each sub-query is one probe of an existing index: the write fingerprint
     index, tombstone_fingerprint_idx, tombstone_value_digests_idx (GIN),
-    write_agent_recent_idx, write_agent_derived_idx, write_agent_waiting_idx
+    write_agent_recent_idx, write_agent_derived_idx, write_agent_waiting_proj_idx
     and, for the duplicate look-ups, fact_principal_fingerprint_idx and
     fact_active_kind_idx. Eight round trips were most of a write's statements
     (issue 13). ``duplicates`` adds the active facts an unkeyed write may
@@ -1367,8 +1376,7 @@ def _what_the_write_meets(
         f" AND w.statement <> '' ORDER BY w.created_at DESC LIMIT {BURST_RECENT_STATEMENTS})",
         "(SELECT count(*) FROM governance_write w WHERE w.agent_id = %s"
         " AND w.derived_from_retrieval_id IS NOT NULL AND w.created_at >= %s)",
-        "(SELECT count(*) FROM governance_write w WHERE w.agent_id = %s"
-        " AND w.status IN ('pending_review', 'quarantined'))",
+        WAITING_SQL,
     ]
     params: list[Any] = [
         fingerprint,
@@ -1381,6 +1389,7 @@ def _what_the_write_meets(
         agent.pk,
         now - AMPLIFICATION_WINDOW,
         agent.pk,
+        settings.MAX_PENDING_WRITES_PER_AGENT,
     ]
     if duplicates:
         columns += [

@@ -275,6 +275,39 @@ def test_the_review_queue_limit_still_refuses_a_write_that_would_wait(support_bo
     assert Write.objects.count() == 1
 
 
+def test_the_waiting_count_stops_at_the_limit_yet_decides_as_the_whole_backlog_would(support_bot, settings):
+    """The look-ups count waiting writes only up to the limit (writes.WAITING_SQL);
+    a backlog longer than the limit, or just under it, is judged as the full count would be."""
+    held = ("Mentioned they enjoy hiking", "Mentioned they enjoy sailing", "Mentioned they enjoy rowing")
+    for n, statement in enumerate(held):
+        write = submit(support_bot, request(statement, source_type="chat_message", source_ref=f"c:{n}"))
+        assert write.status == "pending_review"
+
+    def one_more(n: int) -> WriteRequest:
+        return request(f"Mentioned they enjoy climbing {n}", source_type="chat_message", source_ref=f"d:{n}")
+
+    # Three waiting, the limit lowered below them: refused (the count stops at two, and two is the limit).
+    settings.MAX_PENDING_WRITES_PER_AGENT = 2
+    with pytest.raises(writes.ReviewQueueFull):
+        submit(support_bot, one_more(1))
+    # One short of the limit: accepted, and then the limit is reached.
+    settings.MAX_PENDING_WRITES_PER_AGENT = 4
+    assert submit(support_bot, one_more(2)).status == "pending_review"
+    with pytest.raises(writes.ReviewQueueFull):
+        submit(support_bot, one_more(3))
+
+    # A batch reads the same count once and adds its own: one more fits under a limit of six, not two.
+    settings.MAX_PENDING_WRITES_PER_AGENT = 6
+    with actor_scope(f"agent:{support_bot.agent.slug}"):
+        outcomes = writes.submit_batch(support_bot.agent, [one_more(4), one_more(5), one_more(6)])
+    assert [o.write.status if o.write else type(o.refusal).__name__ for o in outcomes] == [
+        "pending_review",
+        "pending_review",
+        "ReviewQueueFull",
+    ]
+    assert Write.objects.filter(status="pending_review").count() == 6
+
+
 def test_a_batch_queues_one_embedding_task_and_reads_each_principal_once(
     support_bot, django_capture_on_commit_callbacks, monkeypatch
 ):

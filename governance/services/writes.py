@@ -63,6 +63,7 @@ POSSIBLE_CONFLICT_CHECK = "possible_conflict"
 CONTRADICTION_POOL = 200
 # Tombstones compared for a reworded withdrawn statement; those sharing a value.
 TOMBSTONE_VALUE_MATCHES = 50
+RISK_BY_SEVERITY = {"high": 3, "medium": 2, "low": 1}
 # The agent's writes waiting for a reviewer, counted up to the limit (the one
 # parameter): only whether the limit is reached matters, and the count then
 # costs at most the limit's worth of index entries (write_agent_waiting_proj_idx,
@@ -72,7 +73,12 @@ WAITING_SQL = (
     "(SELECT count(*) FROM (SELECT 1 FROM governance_write w WHERE w.agent_id = %s"
     " AND w.status IN ('pending_review', 'quarantined') LIMIT %s) waiting)"
 )
-RISK_BY_SEVERITY = {"high": 3, "medium": 2, "low": 1}
+
+
+def _waiting_cap() -> int:
+    """WAITING_SQL's LIMIT. PostgreSQL refuses a negative one; a limit set below
+    zero then counts nothing and refuses every write that would wait, as it did."""
+    return max(settings.MAX_PENDING_WRITES_PER_AGENT, 0)
 
 
 class IdempotencyConflict(Exception):
@@ -421,7 +427,7 @@ class _Batch:
                     self.agent.pk,
                     now - BURST_WINDOW,
                     self.agent.pk,
-                    settings.MAX_PENDING_WRITES_PER_AGENT,
+                    _waiting_cap(),
                 ],
             )
             write_ids, fact_ids, principal_ids, rejected, tombstones, recent, waiting = cursor.fetchone()
@@ -1389,7 +1395,7 @@ def _what_the_write_meets(
         agent.pk,
         now - AMPLIFICATION_WINDOW,
         agent.pk,
-        settings.MAX_PENDING_WRITES_PER_AGENT,
+        _waiting_cap(),
     ]
     if duplicates:
         columns += [

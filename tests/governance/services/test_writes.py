@@ -296,7 +296,7 @@ def test_the_waiting_count_stops_at_the_limit_yet_decides_as_the_whole_backlog_w
     with pytest.raises(writes.ReviewQueueFull):
         submit(support_bot, one_more(3))
 
-    # A batch reads the same count once and adds its own: one more fits under a limit of six, not two.
+    # A batch reads the count once and adds its own: with four waiting, two more fit under six, not three.
     settings.MAX_PENDING_WRITES_PER_AGENT = 6
     with actor_scope(f"agent:{support_bot.agent.slug}"):
         outcomes = writes.submit_batch(support_bot.agent, [one_more(4), one_more(5), one_more(6)])
@@ -306,6 +306,14 @@ def test_the_waiting_count_stops_at_the_limit_yet_decides_as_the_whole_backlog_w
         "ReviewQueueFull",
     ]
     assert Write.objects.filter(status="pending_review").count() == 6
+
+    # A limit set below zero refuses every write that would wait (PostgreSQL takes no negative LIMIT).
+    settings.MAX_PENDING_WRITES_PER_AGENT = -1
+    with pytest.raises(writes.ReviewQueueFull):
+        submit(support_bot, one_more(7))
+    with actor_scope(f"agent:{support_bot.agent.slug}"):
+        (refused,) = writes.submit_batch(support_bot.agent, [one_more(8)])
+    assert isinstance(refused.refusal, writes.ReviewQueueFull)
 
 
 def test_a_batch_queues_one_embedding_task_and_reads_each_principal_once(

@@ -27,6 +27,7 @@ from governance.rules.text import statement_fingerprint
 from governance.services import agents, writes
 from governance.services.facts import withdraw_fact
 from governance.services.writes import WriteRequest
+from tests.governance.database_helpers import plan_without_seqscan
 from tests.personas import AgentPersona, make_agent
 
 pytestmark = pytest.mark.django_db
@@ -314,6 +315,17 @@ def test_the_waiting_count_stops_at_the_limit_yet_decides_as_the_whole_backlog_w
     with actor_scope(f"agent:{support_bot.agent.slug}"):
         (refused,) = writes.submit_batch(support_bot.agent, [one_more(8)])
     assert isinstance(refused.refusal, writes.ReviewQueueFull)
+
+
+def test_the_waiting_count_is_read_from_its_index_alone_and_stops_at_the_limit():
+    """Row-level security filters the count by project; the index carries the project
+    (migration 0049), so no waiting write's row is fetched from the table, and the
+    LIMIT ends the scan at the limit however long the agent's backlog is."""
+    plan = plan_without_seqscan(f"SELECT {writes.WAITING_SQL}", [1, 500])
+
+    assert "Index Only Scan using write_agent_waiting_proj_idx" in plan, plan
+    assert "current_setting('memoryadmin.projects'" in plan, "row-level security is in the plan"
+    assert "Limit" in plan, plan
 
 
 def test_a_batch_queues_one_embedding_task_and_reads_each_principal_once(

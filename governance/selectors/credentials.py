@@ -10,7 +10,7 @@ from typing import Any
 from django.db import connection
 from django.db.models import Field, Model, Q, QuerySet
 
-from governance import access
+from governance import access, prepared
 from governance.models import Agent, AgentKey, Membership, PersonalAccessToken, PolicyVersion, Project
 
 
@@ -115,10 +115,16 @@ def _agent_key_statement() -> tuple[str, tuple[_Row, ...]]:
 
 def agent_key(prefix: str) -> AgentKey | None:
     """The agent key with this prefix (revoked or not), its agent, project and active policy
-    version loaded: one statement, the same instances ``select_related`` would build."""
+    version loaded: one statement, the same instances ``select_related`` would build.
+
+    Prepared on the connection (``governance.prepared``): every agent request
+    sends it, and planning it cost the database about as much as running it
+    (0.40 ms of the server's CPU a look-up, 0.18 ms prepared; issue 13). A
+    prepared statement reads the rows as they are when it runs, so a key
+    revoked a moment ago is refused as before."""
     sql, rows = _agent_key_statement()
     with connection.cursor() as cursor:
-        cursor.execute(sql, [prefix])
+        prepared.execute(cursor, sql, [prefix])
         found = cursor.fetchone()
     if found is None:
         return None

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from governance.context import actor_scope
@@ -43,6 +45,18 @@ def test_a_revoked_key_is_refused_at_once(project):
     with actor_scope("test"):
         credentials.revoke_agent_key(AgentKey.objects.get(agent=bot.agent), reason="leaked")
     assert credentials.authenticate_agent_key(bot.key) is None
+
+
+def test_the_look_up_is_planned_once_per_connection(project):
+    """Every agent request authenticates: after its first use on a connection the look-up
+    runs as a prepared statement, and the database no longer plans it each time
+    (governance.prepared). The revoked key above is refused through it."""
+    bot = make_agent(project, "support-bot")
+    assert credentials.authenticate_agent_key(bot.key) is not None
+    with CaptureQueriesContext(connection) as seen:
+        assert credentials.authenticate_agent_key(bot.key) is not None
+    (sent,) = [query["sql"] for query in seen.captured_queries]
+    assert "EXECUTE governance_prepared_" in sent and "governance_agentkey" not in sent, sent
 
 
 def test_last_used_is_recorded_to_the_minute_with_one_statement_otherwise(project, django_assert_num_queries):

@@ -39,6 +39,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 from governance.rules import identifiers
 
@@ -939,13 +940,40 @@ DIRECT_SOURCES = frozenset({"user_statement", "config", "reviewer"})
 _NOT_COMPARED_KINDS = frozenset({"slot", "summary"})
 
 
+class Comparable(Protocol):
+    """What ``conflict_losers`` reads of an active fact.
+
+    A ``Statement`` has it, and so has retrieval's ``Candidate`` as it is: a
+    first round passes its eligible candidates themselves rather than a copy
+    of each (thousands for a large principal, issue 13).
+    """
+
+    @property
+    def fact_id(self) -> int: ...
+    @property
+    def statement(self) -> str: ...
+    @property
+    def key(self) -> str | None: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def is_project_fact(self) -> bool: ...
+    @property
+    def source_type(self) -> str: ...
+    @property
+    def when(self) -> datetime: ...  # the fact's last verification
+    @property
+    def stored_claims(self) -> str | None: ...  # the fact row's (``stored_claims``), when read with it
+
+
+def is_newer(a: Comparable, b: Comparable) -> bool:
+    """Whether ``a`` is the newer of the two: by last verification, then by id."""
+    return (a.when, a.fact_id) > (b.when, b.fact_id)
+
+
 @dataclass(slots=True)
 class Statement:
-    """What retrieval knows about an active fact, for comparing it with the others.
-
-    Made for every active candidate of a first round: slotted rather than
-    frozen, as rules.retrieval.Candidate is (its comment says why).
-    """
+    """What retrieval knows about an active fact, for comparing it with the others (``Comparable``)."""
 
     fact_id: int
     statement: str
@@ -956,8 +984,8 @@ class Statement:
     when: datetime  # the fact's last verification
     stored_claims: str | None = None  # the fact row's (``stored_claims``), when read with it
 
-    def newer_than(self, other: Statement) -> bool:
-        return (self.when, self.fact_id) > (other.when, other.fact_id)
+    def newer_than(self, other: Comparable) -> bool:
+        return is_newer(self, other)
 
 
 @dataclass(frozen=True)
@@ -998,7 +1026,7 @@ def is_conflict_review(source_ref: str, conflicts_with_id: int | None) -> bool:
     return source_ref.startswith(CONFLICT_REVIEW_PREFIX) and conflicts_with_id is not None
 
 
-def _winner(newer: Statement, older: Statement) -> tuple[Statement, Statement]:
+def _winner(newer: Comparable, older: Comparable) -> tuple[Comparable, Comparable]:
     """(winner, loser) of a contradicting pair: the newer one, unless R18 or hearsay says otherwise."""
     if bool(newer.key) != bool(older.key):
         return (newer, older) if newer.key else (older, newer)
@@ -1007,7 +1035,7 @@ def _winner(newer: Statement, older: Statement) -> tuple[Statement, Statement]:
     return newer, older
 
 
-def conflict_losers(statements: Sequence[Statement], rulings: PairRulings = NO_RULINGS) -> dict[int, int]:
+def conflict_losers(statements: Sequence[Comparable], rulings: PairRulings = NO_RULINGS) -> dict[int, int]:
     """Facts that lose to a contradicting one: ``{loser_id: winner_id}``.
 
     Of two active facts that contradict each other, the newer one wins, unless
@@ -1031,14 +1059,14 @@ def conflict_losers(statements: Sequence[Statement], rulings: PairRulings = NO_R
             first, second = (by_id.get(fact_id) for fact_id in sorted(pair))
             if first is None or second is None:
                 continue  # one side is not a candidate (not active, or not this principal's)
-            newer, older = (first, second) if first.newer_than(second) else (second, first)
+            newer, older = (first, second) if is_newer(first, second) else (second, first)
             winner, loser = _winner(newer, older)
             losers.setdefault(loser.fact_id, winner.fact_id)
     return losers
 
 
 def _contradiction_losers(
-    compared: Sequence[Statement], claims: Sequence[tuple[Claim, ...]], kept: frozenset[frozenset[int]]
+    compared: Sequence[Comparable], claims: Sequence[tuple[Claim, ...]], kept: frozenset[frozenset[int]]
 ) -> dict[int, int]:
     """``conflict_losers`` for the pairs the wording contradicts, without comparing fact with fact.
 
@@ -1156,7 +1184,7 @@ class _Rivals:
         i: int,
         order: Sequence[tuple[datetime, int, int]],
         beats: str,
-        compared: Sequence[Statement],
+        compared: Sequence[Comparable],
         kept: frozenset[frozenset[int]],
     ) -> int | None:
         for j in self.members:

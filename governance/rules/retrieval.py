@@ -100,6 +100,11 @@ class Candidate:
     # What the fact's row keeps of its statement's claims (contradictions.stored_claims), if read.
     stored_claims: str | None = None
 
+    @property
+    def when(self) -> datetime:
+        """The fact's last verification, as ``contradictions.Comparable`` names it."""
+        return self.last_verified_at
+
 
 # The fact columns a candidate is built from, besides the fact's id: read from the
 # live row by the candidate query (selectors/retrievals.py), and from a history
@@ -298,7 +303,7 @@ def plan_retrieval(
     # only the newer direct evidence is injected (R6, R14).
     # ``rulings``: pairs a reviewer kept both of, and possible conflicts waiting
     # for one (services/conflicts.py).
-    losers = contradictions.conflict_losers([_statement(c) for c in keyed_facts], rulings)
+    losers = contradictions.conflict_losers(keyed_facts, rulings)
     for i in ranked:
         candidate = candidates[i]
         per_round = per_round_kind[candidate.kind]
@@ -667,19 +672,6 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float | None:
     if norm == 0:
         return None
     return sum(x * y for x, y in zip(a, b, strict=True)) / norm
-
-
-def _statement(candidate: Candidate) -> contradictions.Statement:
-    return contradictions.Statement(
-        fact_id=candidate.fact_id,
-        statement=candidate.statement,
-        key=candidate.key,
-        kind=candidate.kind,
-        is_project_fact=candidate.is_project_fact,
-        source_type=candidate.source_type,
-        when=candidate.last_verified_at,
-        stored_claims=candidate.stored_claims,
-    )
 
 
 def _is_duplicate(candidate: Candidate, other: Candidate) -> bool:

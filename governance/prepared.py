@@ -4,8 +4,9 @@ A retrieval's header and candidate read, and a write's look-ups: for a
 principal of a few facts, ~0.8-1.5 ms of planning each against ~0.2-0.5 ms of
 execution (docs/performance.md, "Prepared statements" and "Writes: the
 write's look-ups prepared"). The agent key's look-up, which every agent
-request sends, for the same reason on a smaller scale. Django's client-side binding sends every
-statement as text, so every retrieval and every write planned them again.
+request sends, for the same reason on a smaller scale. Django's client-side
+binding sends every statement as text, so every retrieval and every write
+planned them again.
 Here each of those statements is prepared once per database connection and
 then run as ``EXECUTE name(values)``, through Django's cursor like any
 statement: the row-level-security wrapper still sets the project scope in

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from django.core.cache import cache
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
-from governance.models import Fact, Session, Write
+from governance.api.throttling import CredentialRateThrottle
+from governance.models import AgentKey, Fact, Session, Write
 from tests.governance.review_helpers import PENDING, QUARANTINED
 from tests.personas import make_agent, token_client
 
@@ -109,3 +115,77 @@ def test_a_session_summary_that_would_wait_is_refused_and_the_session_stays_open
     assert response.status_code == 429, response.content
     assert response.json()["error"]["code"] == "review_queue_full"
     assert not Session.objects.filter(external_id="s-1", ended_at__isnull=False).exists()
+
+
+# --- the count itself, on a clock of the test's own -------------------------------
+
+
+class _Clocked:
+    """The throttle as DRF makes it for each request, for one agent key, at times the test sets."""
+
+    def __init__(self, key: AgentKey, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.request: Any = SimpleNamespace(auth=key)  # what get_cache_key reads of a request
+        self.now = 1_000_000.0
+        monkeypatch.setattr(CredentialRateThrottle, "timer", lambda throttle: self.now)
+
+    def ask(self, at: float) -> tuple[bool, float]:
+        """Whether a request at ``at`` is let through, and the wait DRF would answer with."""
+        self.now = at
+        throttle = CredentialRateThrottle()
+        allowed = throttle.allow_request(self.request, None)
+        return allowed, (0.0 if allowed else throttle.wait())
+
+
+def test_the_last_minute_is_counted_per_second_whatever_the_limit(settings, support_bot, monkeypatch):
+    """A high limit keeps one count per second, not one entry per request (issue 13), and
+    refuses exactly as many requests as a list of their times would."""
+    settings.API_RATE_PER_MINUTE = 1000
+    key = AgentKey.objects.get(agent=support_bot.agent)
+    clock = _Clocked(key, monkeypatch)
+    start = 1_000_000.0
+    for n in range(1000):  # 100 requests in each of ten seconds
+        assert clock.ask(start + n / 100)[0], n
+    allowed, wait = clock.ask(start + 30.5)
+    assert not allowed
+    # The first second's hundred leave the count at start + 60: one more may come then.
+    assert wait == pytest.approx(29.5)
+    record = cache.get(CredentialRateThrottle().get_cache_key(clock.request, None))
+    assert record == [[int(start) + s, 100] for s in range(10)]
+
+    assert clock.ask(start + 59.99)[0] is False
+    for n in range(100):
+        assert clock.ask(start + 60 + n / 1000)[0], n
+    assert clock.ask(start + 60.5)[0] is False
+
+
+# Whole-second gaps as well as any: the rule's edges are at whole seconds.
+_GAPS = st.one_of(st.integers(min_value=0, max_value=30).map(float), st.floats(min_value=0.0, max_value=7.0))
+
+
+@given(gaps=st.lists(_GAPS, min_size=1, max_size=200))
+@hypothesis_settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_never_more_than_the_limit_in_a_minute_and_no_refusal_without_it(
+    settings, support_bot, monkeypatch, gaps
+):
+    """Against the rule as a person would state it, counting time in whole seconds: among any
+    requests let through, the first and the one ``limit`` later are a minute of seconds apart;
+    and a request is refused only when ``limit`` requests were let through in the minute before it."""
+    cache.clear()
+    limit = 3
+    settings.API_RATE_PER_MINUTE = limit
+    clock = _Clocked(AgentKey.objects.get(agent=support_bot.agent), monkeypatch)
+    at, allowed = 1_000_000.0, []
+    for gap in gaps:
+        at += gap
+        let_through, wait = clock.ask(at)
+        if let_through:
+            allowed.append(at)
+        else:
+            recent = [t for t in allowed if int(t) > int(at) - 60]
+            assert len(recent) >= limit, (at, allowed)
+            assert 0 < wait <= 60
+    for earlier, later in zip(allowed, allowed[limit:], strict=False):
+        assert int(later) - int(earlier) >= 60, (earlier, later)
+    assert len(cache.get(CredentialRateThrottle().get_cache_key(clock.request, None), [])) <= 61

@@ -137,8 +137,9 @@ class _Clocked:
 
 
 def test_the_last_minute_is_counted_per_second_whatever_the_limit(settings, support_bot, monkeypatch):
-    """A high limit keeps one count per second, not one entry per request (issue 13), and
-    refuses exactly as many requests as a list of their times would."""
+    """A high limit keeps one count per second, not one entry per request (issue 13). A
+    second's requests leave the count together, a minute after that second began (a list
+    of their times would let each go a minute after its own time, up to a second later)."""
     settings.API_RATE_PER_MINUTE = 1000
     key = AgentKey.objects.get(agent=support_bot.agent)
     clock = _Clocked(key, monkeypatch)

@@ -29,22 +29,22 @@ SecondCounts = list[list[int]]
 
 class CredentialRateThrottle(SimpleRateThrottle):
     scope = "credential"
-    # Set by SimpleRateThrottle.__init__ from get_rate (which always gives one).
+    # Set by SimpleRateThrottle.__init__ from get_rate, which always gives a rate.
     num_requests: int
     duration: int
     history: SecondCounts
+    counted: int  # the requests in ``history``
 
     def allow_request(self, request: Request, view: Any) -> bool:
         """DRF's check (at most the rate's number of requests in its period) over per-second counts."""
-        if self.rate is None:
-            return True
         self.key = self.get_cache_key(request, view)
         if self.key is None:
             return True
         self.now = self.timer()
         oldest = int(self.now) - self.duration  # this second and the period's others before it
         self.history = [pair for pair in self.cache.get(self.key, []) if pair[0] > oldest]
-        if sum(count for _, count in self.history) >= self.num_requests:
+        self.counted = sum(count for _, count in self.history)
+        if self.counted >= self.num_requests:
             return self.throttle_failure()
         return self.throttle_success()
 
@@ -59,7 +59,7 @@ class CredentialRateThrottle(SimpleRateThrottle):
 
     def wait(self) -> float:
         """Seconds until enough of the oldest seconds leave the window for one more request."""
-        leaving = sum(count for _, count in self.history) - self.num_requests + 1
+        leaving = self.counted - self.num_requests + 1
         for second, count in self.history:
             leaving -= count
             if leaving <= 0:

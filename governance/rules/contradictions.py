@@ -984,9 +984,6 @@ class Statement:
     when: datetime  # the fact's last verification
     stored_claims: str | None = None  # the fact row's (``stored_claims``), when read with it
 
-    def newer_than(self, other: Comparable) -> bool:
-        return is_newer(self, other)
-
 
 @dataclass(frozen=True)
 class PairRulings:

@@ -26,6 +26,7 @@ from governance.rules.contradictions import (
     contradiction,
     infer_key,
     is_conflict_review,
+    is_newer,
     key_attribute,
     similar_conflict,
 )
@@ -212,7 +213,7 @@ def _losers_pairwise(statements: Sequence[Statement], kept: frozenset[frozenset[
         a, b = compared[i], compared[j]
         if a.is_project_fact != b.is_project_fact or frozenset((a.fact_id, b.fact_id)) in kept:
             continue
-        newer, older = (a, b) if a.newer_than(b) else (b, a)
+        newer, older = (a, b) if is_newer(a, b) else (b, a)
         if (
             contradiction("", "", new_claims=claims[newer.fact_id], old_claims=claims[older.fact_id]) is None
             and contradiction("", "", new_claims=claims[older.fact_id], old_claims=claims[newer.fact_id])

@@ -404,6 +404,14 @@ def test_an_excluded_fact_does_not_make_its_twin_a_duplicate() -> None:
     assert reasons(plan(candidates)) == {1: "below_authority", 2: None}
 
 
+def test_of_two_contradicting_facts_the_more_recently_verified_is_injected() -> None:
+    """R6: the candidates go to the conflict check as they are, their last verification
+    read as its ``when``; the older id is the newer fact here, so id order alone would pick wrong."""
+    newer, older = fact(1, statement="I live in York.", age=1), fact(2, statement="I live in Leeds.", age=5)
+    assert reasons(plan([newer, older])) == {1: None, 2: "conflict_lost"}
+    assert reasons(plan([older, newer])) == {1: None, 2: "conflict_lost"}
+
+
 # --- R18: structured beats similar ----------------------------------------
 
 REGION = fact(

@@ -19,7 +19,7 @@ from datetime import date, datetime
 from typing import Any
 
 from django.contrib.postgres.fields import ArrayField
-from django.db import connection, models
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 from django.db.models.constants import OnConflict
 from django.db.models.sql import InsertQuery
 from psycopg.types.json import Jsonb
@@ -40,12 +40,16 @@ def insert(
         for f in meta.local_concrete_fields
         if not f.generated and (row.pk is not None or f is not meta.auto_field)
     ]
-    key = (type(row), connection.alias, tuple(fields), tuple(unique_fields), tuple(update_fields))
+    # The connection itself, not the thread-local proxy ``connection``: each field's
+    # conversion reads it several times, ~2.6 µs a read through the proxy (~60 µs for
+    # a retrieval event's 23 columns, every round).
+    db = connections[DEFAULT_DB_ALIAS]
+    key = (type(row), db.alias, tuple(fields), tuple(unique_fields), tuple(update_fields))
     sql = _compiled.get(key)
     if sql is not None and _fixed_text(fields, row):
         # The compiler's values, made as it makes them (``pre_save``, then
         # ``get_db_prep_save``); the text it would make is the one it made.
-        return sql, [f.get_db_prep_save(f.pre_save(row, True), connection) for f in fields]
+        return sql, [f.get_db_prep_save(f.pre_save(row, True), db) for f in fields]
     if unique_fields:
         query = InsertQuery(
             type(row),
@@ -56,7 +60,7 @@ def insert(
     else:
         query = InsertQuery(type(row))
     query.insert_values(fields, [row])
-    [(sql, compiled_values)] = query.get_compiler(using=connection.alias).as_sql()
+    [(sql, compiled_values)] = query.get_compiler(using=db.alias).as_sql()
     if _fixed_text(fields, row):
         _compiled[key] = sql
     return sql, list(compiled_values)

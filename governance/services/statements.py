@@ -41,8 +41,8 @@ def insert(
         if not f.generated and (row.pk is not None or f is not meta.auto_field)
     ]
     # The connection itself, not the thread-local proxy ``connection``: each field's
-    # conversion reads it several times, ~2.6 µs a read through the proxy (~60 µs for
-    # a retrieval event's 23 columns, every round).
+    # conversion reads it several times, ~2.6 µs a read through the proxy (a retrieval
+    # event's insert, every round, took 83 µs of CPU with the proxy and takes 50).
     db = connections[DEFAULT_DB_ALIAS]
     key = (type(row), db.alias, tuple(fields), tuple(unique_fields), tuple(update_fields))
     sql = _compiled.get(key)

@@ -943,9 +943,9 @@ _NOT_COMPARED_KINDS = frozenset({"slot", "summary"})
 class Comparable(Protocol):
     """What ``conflict_losers`` reads of an active fact.
 
-    A ``Statement`` has it, and so has retrieval's ``Candidate`` as it is: a
-    first round passes its eligible candidates themselves rather than a copy
-    of each (thousands for a large principal, issue 13).
+    Retrieval's ``Candidate`` has it as it is: a first round passes its
+    eligible candidates themselves rather than a copy of each (thousands for
+    a large principal, issue 13).
     """
 
     @property
@@ -969,20 +969,6 @@ class Comparable(Protocol):
 def is_newer(a: Comparable, b: Comparable) -> bool:
     """Whether ``a`` is the newer of the two: by last verification, then by id."""
     return (a.when, a.fact_id) > (b.when, b.fact_id)
-
-
-@dataclass(slots=True)
-class Statement:
-    """What retrieval knows about an active fact, for comparing it with the others (``Comparable``)."""
-
-    fact_id: int
-    statement: str
-    key: str | None
-    kind: str
-    is_project_fact: bool
-    source_type: str
-    when: datetime  # the fact's last verification
-    stored_claims: str | None = None  # the fact row's (``stored_claims``), when read with it
 
 
 @dataclass(frozen=True)

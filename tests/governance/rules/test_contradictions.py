@@ -6,7 +6,7 @@ import hashlib
 import json
 import random
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,6 @@ from governance.rules.contradictions import (
     DIRECT_SOURCES,
     SELF,
     PairRulings,
-    Statement,
     claims_conflict,
     claims_of,
     conflict_losers,
@@ -157,6 +156,20 @@ def test_claims_of_different_subjects_never_conflict() -> None:
 
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@dataclass(slots=True)
+class Statement:
+    """An active fact as ``conflict_losers`` reads it (``contradictions.Comparable``), and no more."""
+
+    fact_id: int
+    statement: str
+    key: str | None
+    kind: str
+    is_project_fact: bool
+    source_type: str
+    when: datetime  # the fact's last verification
+    stored_claims: str | None = None
 
 
 def st(fact_id: int, statement: str, *, days: int, source: str = "user_statement", **kw: Any) -> Statement:

@@ -3,13 +3,17 @@
 Memory content and the text an agent sends are attacker-controlled: one
 request with a 100,000-letter word once held a web worker until it was
 killed. Each check gets adversarial inputs at the maximum accepted size and
-must finish within 100 ms. Run with ``-s`` to see the timings.
+must finish within 250 ms. Run with ``-s`` to see the timings.
 
 The best of five runs is measured, in the CPU time of the thread that runs
 the check, so that a busy machine (the suite shares its cores with its other
 process and whatever else runs) does not fail a check that is fast: waiting
 for a core is not counted. A quadratic check misses the budget by seconds,
-not milliseconds.
+not milliseconds. The budget leaves room for the machine: the slowest check
+(the summary check on dense issue numbers) took 50 ms of CPU alone on 6
+December 2026 and 101 ms inside the suite that day, where 100 ms had been
+the budget; the CPU time of one thread still grows when the other core is
+busy.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from governance.rules.text import (
     statement_fingerprint,
 )
 
-BUDGET_SECONDS = 0.100
+BUDGET_SECONDS = 0.250
 
 # Every character class: ASCII punctuation, digits, letters, whitespace and
 # controls, Latin-1, combining marks, Cyrillic and Greek look-alikes,

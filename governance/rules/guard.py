@@ -34,12 +34,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from dataclasses import field as _dataclass_field  # Finding has an attribute named field
 from functools import lru_cache
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from governance.rules import identifiers
 from governance.rules import text as text_rules
+from governance.rules.literal_screen import LiteralScreen
 from governance.rules.text import (
     CONFUSABLE_CHARS,
     TAG_CHAR_RANGE,
@@ -894,12 +896,19 @@ def _counts(pattern: _Pattern, text: str, match: re.Match[str], source_type: str
     return True
 
 
+# Each pattern is run only when the words it cannot match without are in the
+# text (rules/literal_screen.py): the same hits, without scanning an ordinary
+# statement with every pattern, several times over per write.
+_INSTRUCTION_SCREEN = LiteralScreen(_INSTRUCTION_PATTERNS, attrgetter("regex"))
+_MULTILINGUAL_SCREEN = LiteralScreen(_MULTILINGUAL_PATTERNS, attrgetter("regex"))
+
+
 def _instruction_hits(
-    text: str, source_type: str, patterns: Sequence[_Pattern] | None = None
+    text: str, source_type: str, screen: LiteralScreen[_Pattern] = _INSTRUCTION_SCREEN
 ) -> list[tuple[_Pattern, re.Match[str]]]:
     masked = _mask_mentions(text)
     found = []
-    for pattern in _INSTRUCTION_PATTERNS if patterns is None else patterns:
+    for pattern in screen.candidates(masked):
         for match in pattern.regex.finditer(masked):
             if _counts(pattern, masked, match, source_type):
                 found.append((pattern, match))
@@ -929,7 +938,7 @@ def check_instruction(proposal: WriteProposal, context: GuardContext) -> list[Fi
     if not hits and text.skeleton != text.clean:
         # Folding look-alikes turns Cyrillic or Greek text into nonsense; read it as written too
         # (only the other-language patterns can match what folding changed).
-        hits = _instruction_hits(text.clean, proposal.source_type, _MULTILINGUAL_PATTERNS)
+        hits = _instruction_hits(text.clean, proposal.source_type, _MULTILINGUAL_SCREEN)
     split = False
     if not hits:
         hits = _split_instruction_hits(text.skeleton, proposal.source_type)
@@ -995,8 +1004,11 @@ _MARKUP_PATTERNS: tuple[_Pattern, ...] = (
 )
 
 
+_MARKUP_SCREEN = LiteralScreen(_MARKUP_PATTERNS, attrgetter("regex"))
+
+
 def _markup_hits(text: str) -> list[tuple[_Pattern, re.Match[str]]]:
-    return _hits(_MARKUP_PATTERNS, text)
+    return _hits(_MARKUP_SCREEN.candidates(text), text)
 
 
 def check_markup(proposal: WriteProposal, context: GuardContext) -> list[Finding]:

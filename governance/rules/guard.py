@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from dataclasses import field as _dataclass_field  # Finding has an attribute named field
 from functools import lru_cache
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from types import MappingProxyType
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -1280,7 +1280,7 @@ def _steers(reading: str, source_type: str) -> str | None:
     """What a decoded reading would make the assistant do, if anything."""
     for hit, _ in _instruction_hits(reading, source_type) + _markup_hits(reading):
         return hit.reason
-    for regex in (_SEND_DATA_TO_LINK, _MOVE_DATA, _BCC):
+    for regex, _ in _MOVING_SCREEN.candidates(reading):
         if regex.search(reading):
             return "asks to move data somewhere outside"
     return None
@@ -1560,6 +1560,16 @@ def _image_problems(clean: str) -> list[tuple[str, int, int]]:
     return found
 
 
+_MOVING_SCREEN = LiteralScreen(
+    (
+        (_SEND_DATA_TO_LINK, "asks to send data to a link"),
+        (_MOVE_DATA, "asks to move data somewhere outside"),
+        (_BCC, "copies messages to an outside address"),
+    ),
+    itemgetter(0),
+)
+
+
 def check_exfiltration_link(proposal: WriteProposal, context: GuardContext) -> list[Finding]:
     clean = _text(proposal.statement).clean
     problems = _image_problems(clean)
@@ -1568,11 +1578,7 @@ def check_exfiltration_link(proposal: WriteProposal, context: GuardContext) -> l
         why = _url_problem(url)
         if why and not any(url in p for p, _, _ in problems):
             problems.append((f"link {_show(url)} {why}", match.start(), match.start() + len(url)))
-    for pattern, what in (
-        (_SEND_DATA_TO_LINK, "asks to send data to a link"),
-        (_MOVE_DATA, "asks to move data somewhere outside"),
-        (_BCC, "copies messages to an outside address"),
-    ):
+    for pattern, what in _MOVING_SCREEN.candidates(clean):
         moving = pattern.search(clean)
         if moving and (pattern is not _MOVE_DATA or _DATA_NOUNS.search(moving.group())):
             problems.append((f"{what}: {_show(moving.group())}", moving.start(), moving.end()))
@@ -1652,9 +1658,13 @@ _REVIEWER_PATTERNS: tuple[_Pattern, ...] = (
 )
 
 
+_REVIEWER_SCREEN = LiteralScreen(_REVIEWER_PATTERNS, attrgetter("regex"))
+
+
 def check_reviewer_address(proposal: WriteProposal, context: GuardContext) -> list[Finding]:
     text = _text(proposal.statement)
-    hits = _hits(_REVIEWER_PATTERNS, _mask_mentions(text.skeleton))
+    masked = _mask_mentions(text.skeleton)
+    hits = _hits(_REVIEWER_SCREEN.candidates(masked), masked)
     if not hits:
         return []
     pattern, match = hits[0]
@@ -1773,6 +1783,8 @@ def _contradicts_verified(proposal: WriteProposal, context: GuardContext) -> boo
 
 
 def check_burst(proposal: WriteProposal, context: GuardContext) -> list[Finding]:
+    if len(context.recent_agent_statements) < BURST_MIN_DUPLICATES:
+        return []  # too few earlier statements to repeat
     # The proposal is prepared once, not once per earlier statement (issue 13).
     proposal_text = Lexical.of(proposal.statement)
     duplicates = sum(

@@ -3,9 +3,9 @@
 The write guard scans each statement with a few dozen case-insensitive
 patterns, several times over (as written, its split sentences, and its rot13
 and backwards readings). Most ordinary statements match none of them, and
-Python's ``re`` scans the whole text for each pattern to find that out: about
-three quarters of the guard's time per write (docs/performance.md, "The
-guard's patterns screened").
+Python's ``re`` scans the whole text for each pattern to find that out: more
+than half the guard's time per write (docs/performance.md, "The guard's
+patterns screened").
 
 Most patterns cannot match without one of a few words appearing somewhere:
 "ignore previous instructions" needs one of "ignore", "disregard",
@@ -16,6 +16,11 @@ pattern none of whose words occur is not run. It is a necessary condition
 only: a pattern that may match is run exactly as before, so the screen
 changes how fast the guard answers, never what it finds. A pattern with no
 such set (everything in it optional, say) is always run.
+
+The parse tree and the case classes come from CPython's own ``re`` internals
+(``re._parser``, ``re._casefix``), which are private: the project is pinned to
+Python 3.11 (pyproject.toml), and tests/governance/rules/test_literal_screen.py
+fails if a change to them would let a match past the screen.
 """
 
 from __future__ import annotations
@@ -130,10 +135,11 @@ class LiteralScreen(Generic[T]):
 
     def __init__(self, items: Sequence[T], pattern_of: Callable[[T], re.Pattern[str]]) -> None:
         self._items = tuple(items)
+        self.entries = tuple((item, pattern_of(item)) for item in self._items)
         self._always = 0  # a bit per item, by position
         by_literal: dict[str, int] = {}
-        for position, item in enumerate(self._items):
-            literals = required_literals(pattern_of(item))
+        for position, (_, pattern) in enumerate(self.entries):
+            literals = required_literals(pattern)
             if literals is None:
                 self._always |= 1 << position
                 continue

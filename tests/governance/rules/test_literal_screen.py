@@ -17,7 +17,6 @@ from governance.rules.literal_screen import LiteralScreen, fold_case, required_l
 from governance.rules.supersession import effective_caps
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "guard"
-GUARD_PATTERNS = (*guard._INSTRUCTION_PATTERNS, *guard._MARKUP_PATTERNS)
 
 
 def test_case_folding_holds_equal_what_ignorecase_holds_equal_for_every_code_point() -> None:
@@ -68,13 +67,29 @@ def test_a_pattern_without_required_literals_is_always_run() -> None:
 _LOOK_ALIKES = {"s": "\u017f", "i": "\u0131", "I": "\u0130", "k": "\u212a", "K": "\u212a"}
 
 
+# Every screen the guard keeps, each pattern with the screen that picks it.
+SCREENED = [
+    (screen, item, pattern)
+    for screen in vars(guard).values()
+    if isinstance(screen, LiteralScreen)
+    for item, pattern in screen.entries
+]
+
+
+def test_the_property_below_covers_every_pattern_family_the_guard_screens() -> None:
+    screened = {id(pattern) for _, _, pattern in SCREENED}
+    families = (guard._INSTRUCTION_PATTERNS, guard._MARKUP_PATTERNS, guard._REVIEWER_PATTERNS)
+    assert {id(p.regex) for family in families for p in family} <= screened
+    assert {id(guard._SEND_DATA_TO_LINK), id(guard._MOVE_DATA), id(guard._BCC)} <= screened
+
+
 @st.composite
-def _pattern_and_text(draw: st.DrawFn) -> tuple[guard._Pattern, str]:
-    pattern = draw(st.sampled_from(GUARD_PATTERNS))
+def _screened_text(draw: st.DrawFn) -> tuple[LiteralScreen[object], object, re.Pattern[str], str]:
+    screen, item, pattern = draw(st.sampled_from(SCREENED))
     # " zz" after the match satisfies a trailing negative lookahead
     # ("... remember this" not followed by the end), which Hypothesis cannot
     # otherwise generate for; the match itself is unchanged.
-    body = draw(st.from_regex(re.compile(rf"(?:{pattern.regex.pattern}) zz", pattern.regex.flags)))
+    body = draw(st.from_regex(re.compile(rf"(?:{pattern.pattern}) zz", pattern.flags)))
     swapped = "".join(
         _LOOK_ALIKES.get(ch, ch)
         if draw(st.booleans()) and ch in _LOOK_ALIKES
@@ -84,20 +99,21 @@ def _pattern_and_text(draw: st.DrawFn) -> tuple[guard._Pattern, str]:
         for ch in body
     )
     around = st.text(max_size=20)
-    return pattern, draw(around) + swapped + draw(around)
+    return screen, item, pattern, draw(around) + swapped + draw(around)
 
 
 @settings(
-    max_examples=600,
+    max_examples=800,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
-@given(_pattern_and_text())
-def test_every_text_a_guard_pattern_matches_passes_the_screen(case: tuple[guard._Pattern, str]) -> None:
-    pattern, text = case
-    assume(pattern.regex.search(text))
-    screen = guard._MARKUP_SCREEN if pattern in guard._MARKUP_PATTERNS else guard._INSTRUCTION_SCREEN
-    assert pattern in screen.candidates(text)
+@given(_screened_text())
+def test_every_text_a_guard_pattern_matches_passes_the_screen(
+    case: tuple[LiteralScreen[object], object, re.Pattern[str], str],
+) -> None:
+    screen, item, pattern, text = case
+    assume(pattern.search(text))
+    assert item in screen.candidates(text)
 
 
 def _corpus() -> list[dict[str, str]]:
@@ -107,8 +123,8 @@ def _corpus() -> list[dict[str, str]]:
     return lines
 
 
-def _everything_may_match(self: LiteralScreen[guard._Pattern], text: str) -> list[guard._Pattern]:
-    return list(self._items)
+def _everything_may_match(self: LiteralScreen[object], text: str) -> list[object]:
+    return [item for item, _ in self.entries]
 
 
 def test_the_guard_finds_the_same_with_and_without_the_screen(monkeypatch: pytest.MonkeyPatch) -> None:

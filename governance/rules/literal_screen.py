@@ -28,8 +28,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from re import _casefix as casefix  # type: ignore[attr-defined]  # CPython's table of extra case pairs
-from re import _constants as sre  # type: ignore[attr-defined]  # the parse tree's opcodes
-from re import _parser as sre_parse  # type: ignore[attr-defined]  # the parser re.compile uses
+from re import _constants as sre  # the parse tree's opcodes
+from re import _parser as sre_parse  # the parser re.compile uses
 from typing import Generic, TypeVar
 
 import ahocorasick

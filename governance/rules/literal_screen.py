@@ -151,6 +151,7 @@ class LiteralScreen(Generic[T]):
         if by_literal:
             self._automaton.make_automaton()
         self._has_literals = bool(by_literal)
+        self._every = (1 << len(self._items)) - 1
 
     def candidates(self, text: str) -> list[T]:
         """The items whose pattern may match ``text``; every other one's certainly does not."""
@@ -158,4 +159,6 @@ class LiteralScreen(Generic[T]):
         if self._has_literals:
             for _, positions in self._automaton.iter(fold_case(text)):
                 found |= positions
+                if found == self._every:
+                    break  # a long text names every pattern's words early: stop reading
         return [item for position, item in enumerate(self._items) if found >> position & 1]

@@ -62,8 +62,9 @@ def test_a_pattern_without_required_literals_is_always_run() -> None:
     assert screen.candidates("a SECRET here") == [always, worded]
 
 
-# Letters re.IGNORECASE holds equal to plain ones that ``str.lower`` does not
-# turn into them: each must still let its pattern through the screen.
+# Letters re.IGNORECASE holds equal to plain ones (the long s, the dotless i,
+# capital I with a dot, the Kelvin sign): a statement written with them must
+# still let its pattern through the screen.
 _LOOK_ALIKES = {"s": "\u017f", "i": "\u0131", "I": "\u0130", "k": "\u212a", "K": "\u212a"}
 
 

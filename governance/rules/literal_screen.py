@@ -134,8 +134,7 @@ class LiteralScreen(Generic[T]):
     """
 
     def __init__(self, items: Sequence[T], pattern_of: Callable[[T], re.Pattern[str]]) -> None:
-        self._items = tuple(items)
-        self.entries = tuple((item, pattern_of(item)) for item in self._items)
+        self.entries = tuple((item, pattern_of(item)) for item in items)
         self._always = 0  # a bit per item, by position
         by_literal: dict[str, int] = {}
         for position, (_, pattern) in enumerate(self.entries):
@@ -145,20 +144,21 @@ class LiteralScreen(Generic[T]):
                 continue
             for literal in literals:
                 by_literal[literal] = by_literal.get(literal, 0) | 1 << position
-        self._automaton = ahocorasick.Automaton()
-        for literal, positions in by_literal.items():
-            self._automaton.add_word(literal, positions)
+        # None when no pattern has literals (an automaton without words cannot be searched).
+        self._automaton: ahocorasick.Automaton | None = None
         if by_literal:
+            self._automaton = ahocorasick.Automaton()
+            for literal, positions in by_literal.items():
+                self._automaton.add_word(literal, positions)
             self._automaton.make_automaton()
-        self._has_literals = bool(by_literal)
-        self._every = (1 << len(self._items)) - 1
+        self._every = (1 << len(self.entries)) - 1
 
     def candidates(self, text: str) -> list[T]:
         """The items whose pattern may match ``text``; every other one's certainly does not."""
         found = self._always
-        if self._has_literals:
+        if self._automaton is not None:
             for _, positions in self._automaton.iter(fold_case(text)):
                 found |= positions
                 if found == self._every:
                     break  # a long text names every pattern's words early: stop reading
-        return [item for position, item in enumerate(self._items) if found >> position & 1]
+        return [item for position, (item, _) in enumerate(self.entries) if found >> position & 1]

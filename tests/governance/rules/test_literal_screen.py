@@ -60,6 +60,8 @@ def test_a_pattern_without_required_literals_is_always_run() -> None:
     screen = LiteralScreen([always, worded], lambda p: p)
     assert screen.candidates("nothing here") == [always]
     assert screen.candidates("a SECRET here") == [always, worded]
+    # A screen none of whose patterns requires a word runs them all.
+    assert LiteralScreen([always], lambda p: p).candidates("anything") == [always]
 
 
 # Letters re.IGNORECASE holds equal to plain ones (the long s, the dotless i,

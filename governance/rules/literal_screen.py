@@ -27,9 +27,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from re import _casefix as casefix  # type: ignore[attr-defined]  # CPython's table of extra case pairs
-from re import _constants as sre  # the parse tree's opcodes
-from re import _parser as sre_parse  # the parser re.compile uses
+
+# Private modules, which some releases of typeshed describe and others do not:
+# whichever mypy runs, the ignore is neither missing nor unused.
+from re import _casefix as casefix  # type: ignore[attr-defined, unused-ignore]  # extra case pairs
+from re import _constants as sre  # type: ignore[attr-defined, unused-ignore]  # the parse tree's opcodes
+from re import _parser as sre_parse  # type: ignore[attr-defined, unused-ignore]  # what re.compile uses
 from typing import Generic, TypeVar
 
 import ahocorasick

@@ -13,6 +13,7 @@ import hmac
 import math
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -336,6 +337,74 @@ class Lexical:
         if self.numbers != other.numbers or self.negated != other.negated:
             return False
         return self.similarity(other) >= threshold
+
+
+class LexicalPool:
+    """Statements one page compares many others with: ``similarities(s)`` is
+    ``[s.similarity(p) for p in pool]``, the same numbers, several times faster.
+
+    Each statement of the pool keeps its tokens and trigrams as bits of one
+    integer over the pool's own vocabulary, so the size of an intersection is
+    the popcount of an AND (one operation over a few hundred bits) rather than
+    a walk over a set of fifty strings. The review queue compares every write
+    on a page with up to 300 of its person's facts: 7,500 comparisons, ~23 ms
+    of sets and ~5 ms of bits on this machine (issue 13).
+    """
+
+    def __init__(self, pool: Sequence[Lexical]) -> None:
+        self._token_bit: dict[str, int] = {}
+        self._shingle_bit: dict[str, int] = {}
+        # (normalised, token bits, token count, trigram bits, trigram count) per statement.
+        self._rows = [
+            (
+                p.normalised,
+                _bits(p.tokens, self._token_bit, grow=True),
+                len(p.tokens),
+                _bits(p.shingles, self._shingle_bit, grow=True),
+                len(p.shingles),
+            )
+            for p in pool
+        ]
+
+    def similarities(self, statement: Lexical) -> list[float]:
+        normalised = statement.normalised
+        if not normalised:
+            return [1.0 if not text else 0.0 for text, *_ in self._rows]
+        # Words and trigrams the pool never uses cannot be shared; they still count in the sizes.
+        tokens, token_count = _bits(statement.tokens, self._token_bit, grow=False), len(statement.tokens)
+        shingles, shingle_count = (
+            _bits(statement.shingles, self._shingle_bit, grow=False),
+            len(statement.shingles),
+        )
+        scores = []
+        for text, their_tokens, their_token_count, their_shingles, their_shingle_count in self._rows:
+            if text == normalised:
+                scores.append(1.0)
+            elif not text:
+                scores.append(0.0)
+            else:
+                # _dice of the tokens, then of the trigrams, written out: this loop is the page's cost.
+                counts = token_count + their_token_count
+                by_tokens = 2 * (tokens & their_tokens).bit_count() / counts if counts else 1.0
+                # A statement that is not empty has at least one trigram.
+                by_shingles = (
+                    2 * (shingles & their_shingles).bit_count() / (shingle_count + their_shingle_count)
+                )
+                scores.append(by_tokens if by_tokens > by_shingles else by_shingles)
+        return scores
+
+
+def _bits(items: frozenset[str], index: dict[str, int], *, grow: bool) -> int:
+    """``items`` as bits over ``index`` (word -> bit), which ``grow`` extends with new words."""
+    mask = 0
+    for item in items:
+        bit = index.get(item)
+        if bit is None:
+            if not grow:
+                continue
+            bit = index[item] = len(index)
+        mask |= 1 << bit
+    return mask
 
 
 @lru_cache(maxsize=4096)

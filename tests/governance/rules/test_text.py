@@ -11,6 +11,7 @@ from governance.rules.text import (
     LEXICAL_VERSION,
     VERSION_SHIFT,
     Lexical,
+    LexicalPool,
     _folded,
     _normalise,
     _numbers,
@@ -258,3 +259,35 @@ def test_a_signature_leaves_out_what_cannot_repeat_a_statement() -> None:
     # Stored by other rules, or without a signature: always compared.
     assert wanted.admits(0)
     assert wanted.admits((LEXICAL_VERSION + 1) << VERSION_SHIFT)
+
+
+# Statements made of few words and their pieces, so that pools share tokens and
+# trigrams, with empty texts, symbols or punctuation alone (no tokens) and other scripts.
+_POOL_TEXTS = st.one_of(
+    st.lists(st.sampled_from(_VOCABULARY), max_size=8).map(" ".join),
+    st.text(alphabet=st.sampled_from("ab \u00e9\u0661.!-'+$"), max_size=12),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_POOL_TEXTS, max_size=12), st.lists(_POOL_TEXTS, min_size=1, max_size=4))
+def test_a_pool_scores_every_statement_as_similarity_does(pool: list[str], statements: list[str]) -> None:
+    prepared = LexicalPool([Lexical.of(text) for text in pool])
+    for statement in statements:
+        # Exactly the same numbers: the review queue ranks and cuts at a threshold by them.
+        assert prepared.similarities(Lexical.of(statement)) == [similarity(statement, text) for text in pool]
+
+
+def test_a_pool_scores_the_statements_it_holds_and_others() -> None:
+    prepared = LexicalPool([Lexical.of(t) for t in ("Prefers tea", "", "...", "Lives in Paris")])
+    assert prepared.similarities(Lexical.of("prefers tea.")) == [
+        1.0,
+        0.0,
+        0.0,
+        similarity("prefers tea.", "Lives in Paris"),
+    ]
+    assert prepared.similarities(Lexical.of("")) == [0.0, 1.0, 1.0, 0.0]
+    # Words the pool never saw still count in the sizes.
+    assert prepared.similarities(Lexical.of("Prefers tea with lemon"))[0] == similarity(
+        "Prefers tea with lemon", "Prefers tea"
+    )

@@ -8,6 +8,7 @@ page in a fixed number of queries, so the page cost does not grow with its size.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -21,7 +22,7 @@ from governance.rules import guard
 from governance.rules.contradictions import is_conflict_review
 from governance.rules.diff import SideBySide, word_diff
 from governance.rules.labels import FINDINGS
-from governance.rules.text import Lexical
+from governance.rules.text import Lexical, LexicalPool
 from governance.selectors import cursors
 from governance.selectors.pages import narrowed
 from governance.selectors.sessions import SummaryDiff, has_summary_finding, summary_diff
@@ -29,8 +30,13 @@ from governance.selectors.sessions import SummaryDiff, has_summary_finding, summ
 QUEUE_STATUSES = REVIEWABLE
 PAGE_SIZE = 25
 SIMILAR_LIMIT = 3
+# What the queue shows of a similar fact (templates/governance/reviews/queue.html, "similar").
+SIMILAR_FACT_FIELDS = ("id", "statement", "authority")
 # Below this a "similar" fact is noise to a reviewer, whichever way it was measured.
 SIMILAR_MIN = 0.35
+# The cosine distance beyond which a fact cannot reach SIMILAR_MIN, widened a
+# little so that rounding in the database never drops one the score keeps.
+SIMILAR_MAX_DISTANCE = 1.0 - SIMILAR_MIN + 1e-9
 # Facts per principal compared lexically when no embedding is available: the
 # most recently verified ones (as for the embedding pool), which are the ones a
 # write is most likely to repeat or contradict.
@@ -283,13 +289,35 @@ def similar_facts(writes: list[Write]) -> dict[int, list[SimilarFact]]:
 
 
 def waiting_writes(projects: QuerySet[Project], ids: list[int]) -> list[Write]:
-    """The writes among ``ids`` that wait for review in ``projects``, as ``queue_write`` reads them."""
+    """The writes among ``ids`` that wait for review in ``projects``, in the queue's order, with
+    what ``similar_facts`` reads of them and the similar facts' page shows (WAITING_WRITE_FIELDS).
+
+    Read with the agent, the person, the session and both facts whole, as the
+    queue shows a write, the eight tables took the planner ~5 ms to join, and
+    the ~150 model instances ~10 ms to build, for the few columns used here.
+    """
     return list(
         Write.objects.filter(pk__in=ids, project__in=projects, status__in=QUEUE_STATUSES)
-        .select_related("project", "agent", "principal", "session", "fact", "conflicts_with")
-        .defer("fact__embedding", "conflicts_with__embedding")
+        .select_related("fact", "conflicts_with")
+        .only(*WAITING_WRITE_FIELDS)
         .order_by("-risk", "created_at", "id")
     )
+
+
+# The columns of a waiting write that its similar facts need (``_supersede_targets``,
+# ``_similar_facts``) and templates/governance/reviews/similar.html shows.
+WAITING_WRITE_FIELDS = (
+    "id",
+    "project",
+    "principal",
+    "session",
+    "kind",
+    "key",
+    "statement",
+    "fact__id",
+    "fact__embedded_at",
+    "conflicts_with__id",
+)
 
 
 def _fact_session_id(write: Write) -> int | None:
@@ -390,6 +418,10 @@ def _similar_by_embedding(
     # every write scanned its whole project (1.35 s for a page of one large
     # principal's writes at 30 k facts, docs/performance.md); the join
     # compares ids with 0 for "no principal" (ids start at 1) so it can hash.
+    # Only facts near enough to be shown are ranked (SIMILAR_MAX_DISTANCE): most
+    # of a person's facts are about something else, and sorting all of them by
+    # distance was half of the statement's time (25,000 rows for a page of one
+    # person's writes). The farther ones would be dropped below anyway.
     # Table names come from model metadata; every value is a query parameter.
     sql = f"""
         WITH page AS MATERIALIZED (
@@ -414,16 +446,15 @@ def _similar_by_embedding(
               JOIN page mine
                 ON mine.project_id = pool.project_id
                AND COALESCE(mine.principal_id, 0) = COALESCE(pool.principal_id, 0)
-             WHERE pool.id <> mine.fact_id
+             WHERE pool.id <> mine.fact_id AND pool.embedding <=> mine.embedding <= %s
           ) ranked
          WHERE nth <= %s
     """
     pool = EMBEDDING_POOL_PER_PRINCIPAL
     with connection.cursor() as cursor:
-        cursor.execute(sql, [[w.pk for w in writes], pool, pool, SIMILAR_LIMIT + 1])
+        cursor.execute(sql, [[w.pk for w in writes], pool, pool, SIMILAR_MAX_DISTANCE, SIMILAR_LIMIT + 1])
         rows = cursor.fetchall()
-    # Their vectors are not shown: 384 numbers parsed per fact for nothing.
-    facts = Fact.objects.defer("embedding").in_bulk({fact_id for _, fact_id, _ in rows})
+    facts = _shown_facts({fact_id for _, fact_id, _ in rows})
     out: dict[int, list[SimilarFact]] = {}
     for write_id, fact_id, distance in sorted(rows, key=lambda r: (r[0], r[2])):
         skip = exclude.get(write_id)
@@ -434,6 +465,15 @@ def _similar_by_embedding(
         if len(bucket) < SIMILAR_LIMIT:
             bucket.append(SimilarFact(facts[fact_id], score, "embedding"))
     return out
+
+
+def _shown_facts(ids: set[int]) -> dict[int, Fact]:
+    """The similar facts' columns that the queue shows (SIMILAR_FACT_FIELDS), by id.
+
+    Read whole, a fact is its vector (384 numbers) and some twenty columns,
+    half of them times parsed in Python: ~11 ms for the 66 facts of a page.
+    """
+    return Fact.objects.only(*SIMILAR_FACT_FIELDS).in_bulk(ids)
 
 
 def _similar_by_text(writes: list[Write], exclude: dict[int, Fact | None]) -> dict[int, list[SimilarFact]]:
@@ -457,24 +497,35 @@ def _similar_by_text(writes: list[Write], exclude: dict[int, Fact | None]) -> di
             ],
         )
         pool = cursor.fetchall()
-    by_scope: dict[tuple[int, int | None], list[tuple[int, Lexical]]] = {}
+    texts: dict[tuple[int, int | None], list[tuple[int, Lexical]]] = {}
     for project_id, principal_id, fact_id, text in pool:
-        # Each text is prepared once: writes of one person share their pool.
-        by_scope.setdefault((project_id, principal_id), []).append((fact_id, Lexical.of(text)))
+        texts.setdefault((project_id, principal_id), []).append((fact_id, Lexical.of(text)))
+    # Each person's pool is prepared once: writes of one person share it.
+    by_scope = {
+        scope: ([fact_id for fact_id, _ in rows], LexicalPool([prepared for _, prepared in rows]))
+        for scope, rows in texts.items()
+    }
     chosen: dict[int, list[tuple[int, float]]] = {}
     for w in writes:
+        scope = by_scope.get((w.project_id, w.principal_id))
+        if scope is None:
+            continue
         skip = {w.fact_id, getattr(exclude.get(w.pk), "pk", None)}
-        statement = Lexical.of(w.statement)
-        scored = [
-            (fact_id, statement.similarity(prepared))
-            for fact_id, prepared in by_scope.get((w.project_id, w.principal_id), [])
-            if fact_id not in skip
-        ]
-        best = sorted((p for p in scored if p[1] >= SIMILAR_MIN), key=lambda p: (-p[1], -p[0]))
+        fact_ids, prepared = scope
+        scores = prepared.similarities(Lexical.of(w.statement))
+        # The most similar first, the newer of equals first: (score, id) at their largest.
+        best = heapq.nlargest(
+            SIMILAR_LIMIT,
+            (
+                (score, fact_id)
+                for fact_id, score in zip(fact_ids, scores, strict=True)
+                if score >= SIMILAR_MIN and fact_id not in skip
+            ),
+        )
         if best:
-            chosen[w.pk] = best[:SIMILAR_LIMIT]
+            chosen[w.pk] = [(fact_id, score) for score, fact_id in best]
     shown = {fact_id for pairs in chosen.values() for fact_id, _ in pairs}
-    facts = Fact.objects.defer("embedding").in_bulk(shown)
+    facts = _shown_facts(shown)
     return {
         write_id: [SimilarFact(facts[fact_id], score, "text") for fact_id, score in pairs if fact_id in facts]
         for write_id, pairs in chosen.items()

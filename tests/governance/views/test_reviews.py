@@ -117,6 +117,10 @@ def test_conflict_is_shown_as_a_word_diff_against_the_fact_it_would_supersede(ri
     assert "<del>us-east-1</del>" in html
     assert "<ins>eu-west-2</ins>" in html
     assert "Deploys to " in html and " every Friday" in html
+    # Shown as the fact it would supersede, and not again among the similar facts.
+    similar = similar_html(riley)
+    assert f'id="similar-{new.pk}"' in similar
+    assert f'href="/facts/{old.fact_id}/"' not in similar
 
 
 def test_similar_facts_by_embedding_distance(riley, support_bot, project):
@@ -124,16 +128,29 @@ def test_similar_facts_by_embedding_distance(riley, support_bot, project):
     principal = write.principal
     near = FactFactory.create(project=project, principal=principal, statement="Drinks espresso before work")
     far = FactFactory.create(project=project, principal=principal, statement="Owns a red bicycle")
+    # Just above and just below the least similarity shown (SIMILAR_MIN, 0.35).
+    loosely = FactFactory.create(project=project, principal=principal, statement="Bakes bread at weekends")
+    barely = FactFactory.create(project=project, principal=principal, statement="Walks to the office")
     unit = [1.0] + [0.0] * 383
     close = [0.95, 0.31] + [0.0] * 382
     away = [0.0, 0.0, 1.0] + [0.0] * 381
-    for fact_id, vector in ((write.fact_id, unit), (near.pk, close), (far.pk, away)):
+    at_0_37 = [0.37, (1 - 0.37**2) ** 0.5] + [0.0] * 382
+    at_0_33 = [0.33, 0.0, (1 - 0.33**2) ** 0.5] + [0.0] * 381
+    for fact_id, vector in (
+        (write.fact_id, unit),
+        (near.pk, close),
+        (far.pk, away),
+        (loosely.pk, at_0_37),
+        (barely.pk, at_0_33),
+    ):
         Fact.objects.filter(pk=fact_id).update(embedding=vector, embedded_at=timezone.now())
 
     html = similar_html(riley)
 
     assert "Drinks espresso before work" in html
     assert "(embedding)" in html
+    assert "Bakes bread at weekends" in html and "37% (embedding)" in html
+    assert "Walks to the office" not in html
     assert "Owns a red bicycle" not in html
 
 
@@ -226,15 +243,27 @@ def test_similar_facts_ignore_what_is_not_a_write_id(riley, value):
     assert "similar-" not in response.content.decode()
 
 
-def test_similar_facts_query_count_does_not_grow_with_the_page(riley, support_bot):
-    for n in range(2):
-        propose(support_bot, f"Collects {n} kinds of stamps from Peru", key=f"hobby{n}", kind="profile")
+def test_similar_facts_query_count_does_not_grow_with_the_page(riley, support_bot, project):
+    def waiting_with_a_look_alike(n: int, statement: str) -> None:
+        write = propose(support_bot, statement, key=f"hobby{n}", kind="profile")
+        # Shown beside the write: reading what the box shows of it costs no query of its own.
+        FactFactory.create(project=project, principal=write.principal, statement=f"{statement} too")
+
+    statements = [
+        *(f"Collects {n} kinds of stamps from Peru" for n in range(2)),
+        *(f"Visited {n} museums in Vienna last year" for n in range(2, 8)),
+    ]
+    for n, statement in enumerate(statements[:2]):
+        waiting_with_a_look_alike(n, statement)
     with CaptureQueriesContext(connection) as small:
-        similar_html(riley)
-    for n in range(2, 8):
-        propose(support_bot, f"Visited {n} museums in Vienna last year", key=f"hobby{n}", kind="profile")
+        html = similar_html(riley)
+    assert all(f"{statement} too" in html for statement in statements[:2])
+    for n, statement in enumerate(statements[2:], start=2):
+        waiting_with_a_look_alike(n, statement)
     with CaptureQueriesContext(connection) as large:
-        assert similar_html(riley).count("hx-swap-oob") == 8
+        html = similar_html(riley)
+    assert html.count("hx-swap-oob") == 8
+    assert all(f"{statement} too" in html for statement in statements)
 
     assert len(large) == len(small)
 

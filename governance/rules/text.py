@@ -340,36 +340,45 @@ class Lexical:
 
 
 class LexicalPool:
-    """Statements one page compares many others with: ``similarities(s)`` is
-    ``[s.similarity(p) for p in pool]``, the same numbers, several times faster.
+    """Statements one page compares others with: ``similarities(s)`` is
+    ``[s.similarity(p) for p in pool]``, the same numbers.
 
-    Each statement of the pool keeps its tokens and trigrams as bits of one
-    integer over the pool's own vocabulary, so the size of an intersection is
-    the popcount of an AND (one operation over a few hundred bits) rather than
-    a walk over a set of fifty strings. The review queue compares every write
-    on a page with up to 300 of its person's facts: 7,500 comparisons, ~23 ms
-    of sets and ~5 ms of bits on this machine (issue 13).
+    A pool compared with many statements (``uses``) keeps each of its
+    statements' tokens and trigrams as bits of one integer over the pool's
+    own vocabulary, so the size of an intersection is the popcount of an AND
+    rather than a walk over a set of fifty strings: ~0.3 against ~2 µs a
+    comparison on this machine. The bits cost about as much to build as four
+    comparisons of sets (~9 µs a statement), so a pool used fewer times than
+    BITS_FROM_USES compares sets. The review queue compares each write on a
+    page with up to 300 of its person's facts: for a page of one person's 25
+    writes, ~16 ms of sets against ~5 ms of bits (issue 13).
     """
 
-    def __init__(self, pool: Sequence[Lexical]) -> None:
-        self._token_bit: dict[str, int] = {}
-        self._shingle_bit: dict[str, int] = {}
-        # (normalised, token bits, token count, trigram bits, trigram count) per statement.
-        self._rows = [
-            (
-                p.normalised,
-                _bits(p.tokens, self._token_bit, grow=True),
-                len(p.tokens),
-                _bits(p.shingles, self._shingle_bit, grow=True),
-                len(p.shingles),
-            )
-            for p in pool
-        ]
+    def __init__(self, pool: Sequence[Lexical], *, uses: int) -> None:
+        self._pool = tuple(pool)
+        self._bits: list[tuple[str, int, int, int, int]] | None = None
+        if uses >= BITS_FROM_USES:
+            tokens: dict[str, int] = {}
+            shingles: dict[str, int] = {}
+            # (normalised, token bits, token count, trigram bits, trigram count) per statement.
+            self._bits = [
+                (
+                    p.normalised,
+                    _bits(p.tokens, tokens, grow=True),
+                    len(p.tokens),
+                    _bits(p.shingles, shingles, grow=True),
+                    len(p.shingles),
+                )
+                for p in self._pool
+            ]
+            self._token_bit, self._shingle_bit = tokens, shingles
 
     def similarities(self, statement: Lexical) -> list[float]:
+        if self._bits is None:
+            return [statement.similarity(p) for p in self._pool]
         normalised = statement.normalised
         if not normalised:
-            return [1.0 if not text else 0.0 for text, *_ in self._rows]
+            return [1.0 if not text else 0.0 for text, *_ in self._bits]
         # Words and trigrams the pool never uses cannot be shared; they still count in the sizes.
         tokens, token_count = _bits(statement.tokens, self._token_bit, grow=False), len(statement.tokens)
         shingles, shingle_count = (
@@ -377,7 +386,7 @@ class LexicalPool:
             len(statement.shingles),
         )
         scores = []
-        for text, their_tokens, their_token_count, their_shingles, their_shingle_count in self._rows:
+        for text, their_tokens, their_token_count, their_shingles, their_shingle_count in self._bits:
             if text == normalised:
                 scores.append(1.0)
             elif not text:
@@ -392,6 +401,10 @@ class LexicalPool:
                 )
                 scores.append(by_tokens if by_tokens > by_shingles else by_shingles)
         return scores
+
+
+# From this many statements compared with a pool on, it compares them by bits (LexicalPool).
+BITS_FROM_USES = 4
 
 
 def _bits(items: frozenset[str], index: dict[str, int], *, grow: bool) -> int:

@@ -9,6 +9,7 @@ page in a fixed number of queries, so the page cost does not grow with its size.
 from __future__ import annotations
 
 import heapq
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -500,9 +501,13 @@ def _similar_by_text(writes: list[Write], exclude: dict[int, Fact | None]) -> di
     texts: dict[tuple[int, int | None], list[tuple[int, Lexical]]] = {}
     for project_id, principal_id, fact_id, text in pool:
         texts.setdefault((project_id, principal_id), []).append((fact_id, Lexical.of(text)))
-    # Each person's pool is prepared once: writes of one person share it.
+    # Each person's pool is prepared once, for as many of their writes as the page has.
+    uses = Counter((w.project_id, w.principal_id) for w in writes)
     by_scope = {
-        scope: ([fact_id for fact_id, _ in rows], LexicalPool([prepared for _, prepared in rows]))
+        scope: (
+            [fact_id for fact_id, _ in rows],
+            LexicalPool([prepared for _, prepared in rows], uses=uses[scope]),
+        )
         for scope, rows in texts.items()
     }
     chosen: dict[int, list[tuple[int, float]]] = {}

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from governance.rules.text import (
     _TOKEN,
+    BITS_FROM_USES,
     LEXICAL_VERSION,
     VERSION_SHIFT,
     Lexical,
@@ -270,16 +271,24 @@ _POOL_TEXTS = st.one_of(
 
 
 @settings(max_examples=500, deadline=None)
-@given(st.lists(_POOL_TEXTS, max_size=12), st.lists(_POOL_TEXTS, min_size=1, max_size=4))
-def test_a_pool_scores_every_statement_as_similarity_does(pool: list[str], statements: list[str]) -> None:
-    prepared = LexicalPool([Lexical.of(text) for text in pool])
+@given(
+    st.lists(_POOL_TEXTS, max_size=12),
+    st.lists(_POOL_TEXTS, min_size=1, max_size=4),
+    # Compared as sets, or by bits.
+    st.sampled_from([1, BITS_FROM_USES]),
+)
+def test_a_pool_scores_every_statement_as_similarity_does(
+    pool: list[str], statements: list[str], uses: int
+) -> None:
+    prepared = LexicalPool([Lexical.of(text) for text in pool], uses=uses)
     for statement in statements:
         # Exactly the same numbers: the review queue ranks and cuts at a threshold by them.
         assert prepared.similarities(Lexical.of(statement)) == [similarity(statement, text) for text in pool]
 
 
-def test_a_pool_scores_the_statements_it_holds_and_others() -> None:
-    prepared = LexicalPool([Lexical.of(t) for t in ("Prefers tea", "", "...", "Lives in Paris")])
+@pytest.mark.parametrize("uses", [1, BITS_FROM_USES])
+def test_a_pool_scores_the_statements_it_holds_and_others(uses: int) -> None:
+    prepared = LexicalPool([Lexical.of(t) for t in ("Prefers tea", "", "...", "Lives in Paris")], uses=uses)
     assert prepared.similarities(Lexical.of("prefers tea.")) == [
         1.0,
         0.0,

@@ -339,6 +339,10 @@ class Lexical:
         return self.similarity(other) >= threshold
 
 
+# From this many statements compared with a pool on, it compares them by bits (LexicalPool).
+BITS_FROM_USES = 4
+
+
 class LexicalPool:
     """Statements one page compares others with: ``similarities(s)`` is
     ``[s.similarity(p) for p in pool]``, the same numbers.
@@ -356,22 +360,22 @@ class LexicalPool:
 
     def __init__(self, pool: Sequence[Lexical], *, uses: int) -> None:
         self._pool = tuple(pool)
+        # The pool's vocabulary: each word and trigram's bit.
+        self._token_bit: dict[str, int] = {}
+        self._shingle_bit: dict[str, int] = {}
+        # (normalised, token bits, token count, trigram bits, trigram count) per statement.
         self._bits: list[tuple[str, int, int, int, int]] | None = None
         if uses >= BITS_FROM_USES:
-            tokens: dict[str, int] = {}
-            shingles: dict[str, int] = {}
-            # (normalised, token bits, token count, trigram bits, trigram count) per statement.
             self._bits = [
                 (
                     p.normalised,
-                    _bits(p.tokens, tokens, grow=True),
+                    _bits(p.tokens, self._token_bit, grow=True),
                     len(p.tokens),
-                    _bits(p.shingles, shingles, grow=True),
+                    _bits(p.shingles, self._shingle_bit, grow=True),
                     len(p.shingles),
                 )
                 for p in self._pool
             ]
-            self._token_bit, self._shingle_bit = tokens, shingles
 
     def similarities(self, statement: Lexical) -> list[float]:
         if self._bits is None:
@@ -401,10 +405,6 @@ class LexicalPool:
                 )
                 scores.append(by_tokens if by_tokens > by_shingles else by_shingles)
         return scores
-
-
-# From this many statements compared with a pool on, it compares them by bits (LexicalPool).
-BITS_FROM_USES = 4
 
 
 def _bits(items: frozenset[str], index: dict[str, int], *, grow: bool) -> int:

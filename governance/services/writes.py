@@ -260,14 +260,17 @@ def meaning_can_wait(agent: Agent, request: WriteRequest) -> bool:
 
     - not of a kind retrieval finds by its vector each round (the write stores
       the vector with the row, so the fact can be retrieved in the same turn);
-    - no key and no claim of a value (``_claims``): either may supersede a
-      current fact, which only a write read in full may do;
+    - no key: a keyed write replaces whatever fact holds its key, which only a
+      write read in full may do;
     - authority at the agent's auto-approve floor, and not derived from a
       retrieval (R16): anything else waits for a reviewer, who should see the
       model's reading with it.
 
-    Whatever the look-ups then find (a tombstone, a burst, a conflict) sends the
-    write back to be read first (``_ReadMeaningFirst``).
+    A claim of a value (``_claims``: "I live in Leeds", "email me") may wait
+    too: it changes other facts only if an active fact gives another value, and
+    the look-ups find that. Whatever they find (a tombstone, a burst, a fact to
+    supersede, a conflict or a possible one) sends the write back to be read
+    first (``_ReadMeaningFirst``).
     """
     assert agent.active_policy is not None, "every agent has an active policy version"
     policy = agent.active_policy.policy
@@ -278,7 +281,7 @@ def meaning_can_wait(agent: Agent, request: WriteRequest) -> bool:
     cap = guard.source_cap(request.source_type, supersession_rules.effective_caps(agent.project.source_caps))
     if min(request.authority or cap, cap) < policy.auto_approve_min_authority:
         return False
-    return guard_plain.reads_plainly(request.statement) and not _claims(request)
+    return guard_plain.reads_plainly(request.statement)
 
 
 MAX_BATCH = 500
@@ -1073,7 +1076,7 @@ def _submit(
                 }
             )
 
-    if meaning_later and not _adds_a_fact_only(outcome, corroborated, supersedes, late_for):
+    if meaning_later and not _adds_a_fact_only(outcome, corroborated, supersedes, late_for, uncertain):
         raise _ReadMeaningFirst
     if corroborated is None:
         _refuse_when_queue_full(outcome, seen.waiting)
@@ -1180,14 +1183,19 @@ def _submit(
 
 
 def _adds_a_fact_only(
-    outcome: str, corroborated: Fact | None, supersedes: Sequence[Fact], late_for: Fact | None
+    outcome: str,
+    corroborated: Fact | None,
+    supersedes: Sequence[Fact],
+    late_for: Fact | None,
+    uncertain: Sequence[tuple[Fact, contradictions.Contradiction]],
 ) -> bool:
     """Whether a write, as the patterns judged it, only adds an active fact, strengthens one, or is
     refused: what a plain statement may do before the meaning model has read it (``meaning_can_wait``).
-    A second look that holds the fact later takes back no more than the fact itself."""
+    A second look that holds the fact later takes back no more than the fact itself; a flagged
+    pair (``uncertain``) would also leave the other fact losing to it in retrieval (R6)."""
     if corroborated is not None or outcome == "rejected":
         return True
-    return outcome == "active" and not supersedes and late_for is None
+    return outcome == "active" and not supersedes and late_for is None and not uncertain
 
 
 def _enqueue(write: Write, corroborated: Fact | None, embed_later: list[int] | None) -> None:

@@ -21,7 +21,8 @@ class BrokenProvider:
 
 def test_when_the_model_fails_the_write_waits_for_a_person_with_a_plain_finding(support_bot, monkeypatch):
     monkeypatch.setattr(embedding_service, "_guard_provider", lambda: BrokenProvider())
-    write = propose(support_bot, "Prefers dark mode", source_type="user_statement")
+    # Keyed, so the model reads it before the write is answered (a plain unkeyed one it reads after).
+    write = propose(support_bot, "Prefers dark mode", source_type="user_statement", key="ui_theme")
     assert write.status == "pending_review"
     [finding] = write.findings
     assert finding["check"] == "semantic_unavailable"

@@ -92,7 +92,6 @@ def test_a_plain_statement_is_answered_on_the_patterns_and_read_by_the_model_aft
     [
         ("You should always recommend tea to me.", {}),  # not plain
         (PLAIN, {"key": "morning_drink"}),  # a key may supersede
-        ("I live in Leeds.", {}),  # claims a value, which may supersede
         (PLAIN, {"authority": 3}),  # waits for a reviewer, who should see the reading
         (PLAIN, {"kind": "episodic"}),  # found by its vector in the same turn
     ],
@@ -106,6 +105,69 @@ def test_other_writes_are_read_by_the_model_before_they_are_answered(
     assert read_by_model == [statement]
     assert write.fact_id is not None
     assert not Fact.objects.get(pk=write.fact_id).meaning_check_pending
+
+
+@pytest.mark.model
+def test_a_plain_claim_that_meets_no_other_value_is_answered_on_the_patterns(
+    support_bot: AgentPersona, read_by_model: list[str]
+) -> None:
+    # A claimed value changes nothing while no active fact gives another one.
+    leeds = submit(support_bot, request("I live in Leeds."))
+    email = submit(support_bot, request("I prefer email for contact.", principal="bob"))
+
+    assert (leeds.status, email.status) == ("active", "active")
+    assert read_by_model == []
+    assert Fact.objects.get(pk=leeds.fact_id).meaning_check_pending
+    assert Fact.objects.get(pk=email.fact_id).meaning_check_pending
+
+
+@pytest.mark.parametrize(
+    ("earlier", "source", "statement", "status"),
+    [
+        # Replaces the earlier value (R6, unkeyed).
+        ("I live in Leeds.", "user_statement", "I live in York.", "active"),
+        # Kept beside it, with a possible conflict flagged: the older one loses in retrieval.
+        ("I live in Leeds.", "user_statement", "I think I live in York now, mostly.", "active"),
+        # May not replace configuration: waits for a reviewer.
+        ("Contact her by email.", "config", "I prefer phone calls for contact.", "pending_review"),
+    ],
+)
+@pytest.mark.model
+def test_a_plain_claim_that_would_change_another_fact_is_read_first(
+    support_bot: AgentPersona,
+    config_bot: AgentPersona,
+    read_by_model: list[str],
+    earlier: str,
+    source: str,
+    statement: str,
+    status: str,
+) -> None:
+    writer = config_bot if source == "config" else support_bot
+    old = submit(
+        writer,
+        request(
+            earlier,
+            source_type=source,
+            source_ref="crm@v1" if source == "config" else "chat:0",
+            source_observed_at=timezone.now() - timedelta(days=3),
+        ),
+    )
+    read_by_model.clear()
+
+    new = submit(support_bot, request(statement, source_ref="chat:2"))
+
+    assert new.status == status
+    # Its supersession, flag or review rests on the model's reading, not on the patterns alone.
+    assert read_by_model == [statement]
+    assert new.fact_id is not None and not Fact.objects.get(pk=new.fact_id).meaning_check_pending
+    assert new.response is not None
+    if new.response["supersedes"]:
+        assert (new.response["supersedes"], new.conflicts_with_id) == ([old.fact_id], None)
+    else:
+        assert new.conflicts_with_id == old.fact_id
+    # Judged once: the rolled-back first attempt left no write behind (a flagged pair's
+    # review is a write of its own, named by its reference).
+    assert Write.objects.filter(statement=statement, source_ref="chat:2").count() == 1
 
 
 @pytest.mark.model
@@ -261,6 +323,29 @@ def test_a_batch_asks_the_model_only_for_what_cannot_wait(
     assert plain is not None and other is not None
     assert plain.status == "active" and Fact.objects.get(pk=plain.fact_id).meaning_check_pending
     assert other.status == "quarantined" and any(f["check"] == "instruction" for f in other.findings)
+
+
+@pytest.mark.model
+def test_a_batch_reads_first_only_the_claims_that_change_another_fact(
+    support_bot: AgentPersona, read_by_model: list[str], django_capture_on_commit_callbacks: Any
+) -> None:
+    batch = [
+        request("I live in Leeds.", source_observed_at=timezone.now() - timedelta(days=3)),
+        request("I prefer email for contact.", principal="bob", source_ref="chat:2"),
+        request("I live in York.", source_ref="chat:3"),
+    ]
+    with actor_scope(f"agent:{support_bot.agent.slug}"), django_capture_on_commit_callbacks(execute=False):
+        leeds, email, york = (o.write for o in writes.submit_batch(support_bot.agent, batch))
+
+    assert leeds is not None and email is not None and york is not None
+    # Only the write that replaces a value the batch stored before it.
+    assert read_by_model == ["I live in York."]
+    assert york.response is not None and york.response["supersedes"] == [leeds.fact_id]
+    assert Fact.objects.get(pk=leeds.fact_id).status == "superseded"
+    pending = dict(
+        Fact.objects.filter(pk__in=[email.fact_id, york.fact_id]).values_list("pk", "meaning_check_pending")
+    )
+    assert pending == {email.fact_id: True, york.fact_id: False}
 
 
 @pytest.mark.model

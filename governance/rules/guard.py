@@ -1782,14 +1782,18 @@ def _contradicts_verified(proposal: WriteProposal, context: GuardContext) -> boo
     return verified is not None and (normalise_statement(verified) != normalise_statement(proposal.statement))
 
 
+def burst_duplicates(statement: str, recent: Sequence[str]) -> int:
+    """How many of the agent's ``recent`` statements ``statement`` nearly repeats, when that many
+    could make a burst (0 when fewer than BURST_MIN_DUPLICATES were written at all)."""
+    if len(recent) < BURST_MIN_DUPLICATES:
+        return 0  # too few earlier statements to repeat
+    # The statement is prepared once, not once per earlier statement (issue 13).
+    text = Lexical.of(statement)
+    return sum(1 for earlier in recent if text.near_duplicate(Lexical.of(earlier)))
+
+
 def check_burst(proposal: WriteProposal, context: GuardContext) -> list[Finding]:
-    if len(context.recent_agent_statements) < BURST_MIN_DUPLICATES:
-        return []  # too few earlier statements to repeat
-    # The proposal is prepared once, not once per earlier statement (issue 13).
-    proposal_text = Lexical.of(proposal.statement)
-    duplicates = sum(
-        1 for earlier in context.recent_agent_statements if proposal_text.near_duplicate(Lexical.of(earlier))
-    )
+    duplicates = burst_duplicates(proposal.statement, context.recent_agent_statements)
     if duplicates < BURST_MIN_DUPLICATES:
         return []
     detail = (

@@ -305,7 +305,9 @@ def submit_batch(agent: Agent, requests: Sequence[WriteRequest]) -> list[BatchOu
     and a refused write leaves nothing behind and does not stop the others.
     The guard's embeddings of the statements whose meaning cannot wait
     (``meaning_can_wait``) are computed in one model call before the
-    transaction; plain ones are read by the embedding task. What the writes
+    transaction, and those of the plain ones the batch can tell will need the
+    model's reading (``_Batch.read_first``) in a second call once it has read
+    the store; the other plain ones are read by the embedding task. What the writes
     meet in the store is read for all of them in a few statements up front
     (``_Batch``); a write that meets nothing but
     the guard (a new fact, a review, a refusal: the common import) is judged
@@ -328,6 +330,7 @@ def submit_batch(agent: Agent, requests: Sequence[WriteRequest]) -> list[BatchOu
     outcomes: list[BatchOutcome] = []
     with transaction.atomic(), audit.one_seal_per_chain():
         batch = _Batch(agent, requests)
+        batch.read_first(requests, vectors)
         for index, (request, vector) in enumerate(zip(requests, vectors, strict=True)):
             try:
                 write = batch.take(index, request, vector)
@@ -536,6 +539,50 @@ class _Batch:
             )
         for pk, tombstone_id, values in _json(tombstones):
             self.tombstone_values.setdefault(names[pk], []).append((tombstone_id, frozenset(values)))
+
+    def read_first(
+        self, requests: Sequence[WriteRequest], vectors: list[tuple[float, ...] | EllipsisType | None]
+    ) -> None:
+        """The model's reading, in one call, of the plain writes the batch can tell will need it
+        before they are answered (``vectors`` filled in place): a near-repeat of enough of the
+        agent's recent statements to be a burst (R5), and a claimed value that another fact of
+        the person gives differently (R6: a fact the batch read, or an earlier write's).
+
+        A single plain write that meets either is judged on the patterns, rolled back and judged
+        again with the model's reading (``_ReadMeaningFirst``). In a batch that is a savepoint, a
+        second pass and a model call of its own per write, inside the transaction: an import of
+        one statement for many people (a burst from its fourth write on), or of many people's
+        new values, ran at a tenth of the speed of the same import read first. What this misses
+        (a tombstone, a rejected repeat) still takes that way; what it reads needlessly is only
+        read first. Nothing in the store is locked yet: the batch has only read.
+        """
+        since = timezone.now() - BURST_WINDOW
+        # Newest first, as the guard reads them: the batch's statements before the write's own.
+        recent = [statement for at, statement in self.recent if at >= since][:BURST_RECENT_STATEMENTS]
+        # Per person: the batch's claims so far (newest first, no id yet), then the active facts
+        # read; at most the pool a write is compared with (CONTRADICTION_POOL).
+        pools: dict[str | None, list[tuple[int, str, str | None, str | None]]] = {}
+        wanted: list[int] = []
+        for index, (request, vector) in enumerate(zip(requests, vectors, strict=True)):
+            claims = _claims(request)
+            name = request.principal
+            if claims and name not in pools:
+                pools[name] = [row[1:] for row in self.contradiction_pools.get(name or "", [])]
+            if vector is ... and (
+                guard.burst_duplicates(request.statement, recent) >= guard.BURST_MIN_DUPLICATES
+                or (claims and _contradictions(request, claims, pools[name]))
+            ):
+                wanted.append(index)
+            if request.statement:
+                recent.insert(0, request.statement)
+                del recent[BURST_RECENT_STATEMENTS:]
+            if claims:
+                pools[name].insert(0, (0, request.statement, request.key, None))
+                del pools[name][CONTRADICTION_POOL:]
+        if wanted:
+            read = guard_embeddings([requests[index].statement for index in wanted])
+            for index, vector in zip(wanted, read, strict=True):
+                vectors[index] = vector
 
     def take(
         self, index: int, request: WriteRequest, vector: tuple[float, ...] | EllipsisType | None

@@ -326,26 +326,49 @@ def test_a_batch_asks_the_model_only_for_what_cannot_wait(
 
 
 @pytest.mark.model
-def test_a_batch_reads_first_only_the_claims_that_change_another_fact(
-    support_bot: AgentPersona, read_by_model: list[str], django_capture_on_commit_callbacks: Any
+def test_a_batch_reads_first_in_one_call_the_plain_writes_it_can_tell_need_reading(
+    support_bot: AgentPersona, monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks: Any
 ) -> None:
+    # Rolling one write of a batch back to read it first costs a savepoint, a second pass and a
+    # model call of its own: what the batch can tell needs the model is read before, together.
+    calls: list[list[str]] = []
+    real = embeddings.guard_embeddings
+
+    def spy(statements: Sequence[str]) -> list[tuple[float, ...] | None]:
+        calls.append(list(statements))
+        return real(statements)
+
+    monkeypatch.setattr(embeddings, "guard_embeddings", spy)
+    monkeypatch.setattr(writes, "guard_embeddings", spy)
     batch = [
         request("I live in Leeds.", source_observed_at=timezone.now() - timedelta(days=3)),
-        request("I prefer email for contact.", principal="bob", source_ref="chat:2"),
+        request(principal="bob", source_ref="chat:bob"),
+        # Replaces the value the batch stored for alice just before.
         request("I live in York.", source_ref="chat:3"),
+        request(principal="carol", source_ref="chat:carol"),
+        request(principal="dave", source_ref="chat:dave"),
+        # The fourth of one statement: a burst (R5).
+        request(principal="erin", source_ref="chat:erin"),
     ]
     with actor_scope(f"agent:{support_bot.agent.slug}"), django_capture_on_commit_callbacks(execute=False):
-        leeds, email, york = (o.write for o in writes.submit_batch(support_bot.agent, batch))
+        written = [o.write for o in writes.submit_batch(support_bot.agent, batch)]
 
-    assert leeds is not None and email is not None and york is not None
-    # Only the write that replaces a value the batch stored before it.
-    assert read_by_model == ["I live in York."]
+    assert [c for c in calls if c] == [["I live in York.", PLAIN]]
+    assert all(w is not None for w in written)
+    leeds, bob, york, carol, dave, erin = (w for w in written if w is not None)
     assert york.response is not None and york.response["supersedes"] == [leeds.fact_id]
-    assert Fact.objects.get(pk=leeds.fact_id).status == "superseded"
-    pending = dict(
-        Fact.objects.filter(pk__in=[email.fact_id, york.fact_id]).values_list("pk", "meaning_check_pending")
-    )
-    assert pending == {email.fact_id: True, york.fact_id: False}
+    assert erin.status == "pending_review" and any(f["check"] == "burst" for f in erin.findings)
+    facts = {f.pk: f for f in Fact.objects.filter(pk__in=[w.fact_id for w in written if w])}
+    assert [
+        facts[w.fact_id].meaning_check_pending for w in (leeds, bob, york, carol, dave, erin) if w.fact_id
+    ] == [
+        True,
+        True,
+        False,
+        True,
+        True,
+        False,
+    ]
 
 
 @pytest.mark.model

@@ -22,6 +22,13 @@ does), migrates it, creates one project with one agent, and then:
 With ``--batch-only`` it times only the batches, the guard's vectors computed
 before the clock starts (the model's time swings with the machine's load and
 is measured on its own above), for ``--rounds`` rounds of ``--batches``.
+
+With ``--imports`` it times batches of 500 writes shaped like three imports,
+each by an agent of its own, for 500 people after a first batch gives them a
+fact: one plain statement for everyone (a burst from its fourth write), one
+claimed town for everyone (a claim and a burst), and a new town for each
+person (500 supersessions); ``--batches`` timed batches each, the model
+included (docs/performance.md, the seventeenth round of writes).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import cProfile
+import hashlib
 import io
 import pstats
 import shutil
@@ -215,6 +223,59 @@ def batches(
     return rates
 
 
+# Consonant-vowel pairs for made-up town names.
+SYLLABLES = tuple(c + v for c in "bdklmn" for v in "aeiou")
+TOWNS = ("Leeds", "York", "Bristol", "Oxford", "Cardiff", "Dundee", "Exeter", "Bath")
+
+
+def town(person: int, round_: int) -> str:
+    """A made-up town's name, different enough from the others that no two statements nearly repeat."""
+    digest = hashlib.sha256(f"{person}-{round_}".encode()).digest()
+    return "".join(SYLLABLES[b % len(SYLLABLES)] for b in digest[: 3 + digest[5] % 3]).capitalize()
+
+
+IMPORTS = {
+    "one plain statement for everyone": lambda k, r: (
+        "preference",
+        f"I prefer tea in the mornings, note {r}.",
+    ),
+    "one claimed town for everyone": lambda k, r: ("profile", f"I live in {TOWNS[r % len(TOWNS)]}."),
+    "a new town for each person": lambda k, r: ("profile", f"I live in {town(k, r)}."),
+}
+
+
+def imports(project: Any, count: int) -> None:
+    """Facts/s of ``count`` batches of each import shape in IMPORTS, after a first batch."""
+    from datetime import timedelta
+
+    from governance.services import agents as agent_service
+    from governance.services import writes as service
+
+    for number, (label, shape) in enumerate(IMPORTS.items()):
+        # An agent of its own: the burst check reads the agent's recent statements.
+        agent = agent_service.ensure_agent(project, f"importer-{number}")
+        rates = []
+        for round_ in range(count + 1):
+            observed = datetime.now(UTC) - timedelta(days=30 - round_)
+            batch = [
+                request(
+                    k,
+                    tag=f"import{number}-{round_}",
+                    principal=f"importee-{number}-{k}",
+                    kind=kind,
+                    statement=statement,
+                    observed_at=observed,
+                )
+                for k in range(500)
+                for kind, statement in [shape(k, round_)]
+            ]
+            began = time.perf_counter()
+            outcomes = service.submit_batch(agent, batch)
+            if round_:
+                rates.append(len(outcomes) / (time.perf_counter() - began))
+        print(f"{label}: " + ", ".join(f"{r:.0f}" for r in rates) + " facts/s", flush=True)
+
+
 def settle(agent: Any, count: int) -> None:
     """Store ``count`` writes and ANALYZE, as a live database is before it is measured.
 
@@ -247,6 +308,7 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=2)
     parser.add_argument("--statements", action="store_true")
     parser.add_argument("--batch-only", action="store_true", help="batches only, guard vectors precomputed")
+    parser.add_argument("--imports", action="store_true", help="batches shaped like three imports")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--profile-batch", action="store_true", help="cProfile the last batch only")
     parser.add_argument("--top", type=int, default=30)
@@ -285,6 +347,9 @@ def main() -> None:
         for i in range(50):
             guard_embedding(f"I prefer tea for meeting model-{i}")
         model_ms = (time.perf_counter() - began) / 50 * 1000
+        if args.imports:
+            imports(project, args.batches)
+            return
         if args.batch_only:
             for round_ in range(args.rounds):
                 rates = batches(agent, args.batches, precomputed=True, tag=f"r{round_}b")

@@ -1122,6 +1122,10 @@ def _submit(
                     ),
                 }
             )
+        if late_for is not None or outcome != "active":
+            # As for the facts without a key above: behind the keyed fact, or sent to a
+            # reviewer by it, the write supersedes none of the facts its words contradict.
+            supersedes = []
 
     if meaning_later and not _adds_a_fact_only(outcome, corroborated, supersedes, late_for, uncertain):
         raise _ReadMeaningFirst

@@ -173,6 +173,7 @@ def submit_write(
     now: datetime | None = None,
     embed_later: list[int] | None = None,
     principals: Mapping[str, Principal] | None = None,
+    read_ahead: tuple[float, ...] | None = None,
 ) -> Write:
     """Record the write and everything that follows from it; replay for a repeated key.
 
@@ -187,6 +188,10 @@ def submit_write(
     computed it already (``submit_batch`` embeds a whole batch in one call).
     ``embed_later`` collects the id of a new fact instead of queueing its
     embedding, for a caller that queues one task for many (``submit_batch``).
+    ``read_ahead`` is the guard's embedding of a plain statement made ahead of
+    time (``_Batch.read_first``), used only where the write's meaning must be
+    read before it is answered after all: the write is judged as if it came
+    alone, with one model call fewer.
     """
     _refuse_unclaimable(agent, request)
     digest = request.digest()
@@ -231,7 +236,7 @@ def submit_write(
             # The write would do more than add an active fact: judged again from
             # the start, with the model's reading (its transaction rolled back).
             meaning_later = False
-            embedding = guard_embedding(request.statement)
+            embedding = read_ahead if read_ahead is not None else guard_embedding(request.statement)
         except IntegrityError as exc:
             # A concurrent request with the same key committed first (the unique
             # index made us wait for it): answer with its write.
@@ -305,9 +310,10 @@ def submit_batch(agent: Agent, requests: Sequence[WriteRequest]) -> list[BatchOu
     and a refused write leaves nothing behind and does not stop the others.
     The guard's embeddings of the statements whose meaning cannot wait
     (``meaning_can_wait``) are computed in one model call before the
-    transaction, and those of the plain ones the batch can tell will need the
-    model's reading (``_Batch.read_first``) in a second call once it has read
-    the store; the other plain ones are read by the embedding task. What the writes
+    transaction, and those of the plain ones the batch can tell are likely to
+    need the model's reading first (``_Batch.read_first``) in a second call
+    once it has read the store, to be used where they do; the other plain
+    ones are read by the embedding task. What the writes
     meet in the store is read for all of them in a few statements up front
     (``_Batch``); a write that meets nothing but
     the guard (a new fact, a review, a refusal: the common import) is judged
@@ -336,7 +342,7 @@ def submit_batch(agent: Agent, requests: Sequence[WriteRequest]) -> list[BatchOu
                 write = batch.take(index, request, vector)
                 if write is None:
                     batch.flush(outcomes)
-                    write = batch.one_by_one(request, vector)
+                    write = batch.one_by_one(index, request, vector)
             except REFUSALS as exc:
                 outcomes.append(BatchOutcome(write=None, refusal=exc))
             else:
@@ -399,6 +405,10 @@ class _Batch:
         self._read_the_facts(requests)
         # Facts the batch made active, per person, oldest first.
         self.made: dict[str, list[Fact]] = {}
+        # The guard's embeddings read ahead, by the write's index (``read_first``), and the writes
+        # ``take`` found to need theirs before they are answered (go one by one with it).
+        self.read_ahead: dict[int, tuple[float, ...] | None] = {}
+        self.read_now: set[int] = set()
 
     def _read_the_agent(self, requests: Sequence[WriteRequest], *, new_people: int) -> None:
         """Ids for every write, fact and new person, and what the guard reads beyond the facts,
@@ -541,20 +551,28 @@ class _Batch:
             self.tombstone_values.setdefault(names[pk], []).append((tombstone_id, frozenset(values)))
 
     def read_first(
-        self, requests: Sequence[WriteRequest], vectors: list[tuple[float, ...] | EllipsisType | None]
+        self, requests: Sequence[WriteRequest], vectors: Sequence[tuple[float, ...] | EllipsisType | None]
     ) -> None:
-        """The model's reading, in one call, of the plain writes the batch can tell will need it
-        before they are answered (``vectors`` filled in place): a near-repeat of enough of the
-        agent's recent statements to be a burst (R5), and a claimed value that another fact of
-        the person gives differently (R6: a fact the batch read, or an earlier write's).
+        """The model's reading, in one call, of the plain writes (``vectors`` ...) the batch can
+        tell are likely to need it before they are answered (``self.read_ahead``): a near-repeat
+        of enough of the agent's recent statements to be a burst (R5), and a claimed value that
+        another fact of the person gives differently (R6: a fact the batch read, or an earlier
+        write's).
 
         A single plain write that meets either is judged on the patterns, rolled back and judged
         again with the model's reading (``_ReadMeaningFirst``). In a batch that is a savepoint, a
         second pass and a model call of its own per write, inside the transaction: an import of
         one statement for many people (a burst from its fourth write on), or of many people's
-        new values, ran at a tenth of the speed of the same import read first. What this misses
-        (a tombstone, a rejected repeat) still takes that way; what it reads needlessly is only
-        read first. Nothing in the store is locked yet: the batch has only read.
+        new values, ran at a tenth of the speed of the same import read first.
+
+        The reading is used only where the write, judged on the patterns as a single write
+        would be, turns out to need it (``take``, and ``submit_write``'s ``read_ahead``). The
+        guess counts statements of writes that will be refused and claims of writes that will
+        not stand, so it reads some writes that need no reading; had those been judged with it,
+        a batch would store what the same writes one by one do not (their meaning read at once,
+        where alone it is read after). What the guess misses (a tombstone, a rejected repeat)
+        is read by a model call of its own, as before. Nothing in the store is locked yet: the
+        batch has only read.
         """
         since = timezone.now() - BURST_WINDOW
         # Newest first, as the guard reads them: the batch's statements before the write's own.
@@ -581,8 +599,7 @@ class _Batch:
                 del pools[name][CONTRADICTION_POOL:]
         if wanted:
             read = guard_embeddings([requests[index].statement for index in wanted])
-            for index, vector in zip(wanted, read, strict=True):
-                vectors[index] = vector
+            self.read_ahead.update(zip(wanted, read, strict=True))
 
     def take(
         self, index: int, request: WriteRequest, vector: tuple[float, ...] | EllipsisType | None
@@ -655,7 +672,21 @@ class _Batch:
             meaning_later=meaning_later,
         )
         if meaning_later and outcome not in ("active", "rejected"):
-            return None  # the model reads it first (submit_write: _ReadMeaningFirst)
+            ahead = self.read_ahead.get(index)
+            if ahead is None:
+                return None  # the model reads it first (submit_write: _ReadMeaningFirst)
+            # Judged again with the model's reading, as submit_write's second pass would be.
+            meaning_later, embedding = False, ahead
+            result, findings, outcome = _judge(
+                self.agent,
+                request,
+                seen,
+                fingerprint=fingerprint,
+                current=None,
+                has_principal=True,
+                derived_max_authority=None,
+                embedding=embedding,
+            )
         if outcome in ("active", "pending_review") and _duplicate_id(request, seen) is not None:
             return None  # corroboration
         claims = _claims(request) if outcome != "rejected" else ()
@@ -673,6 +704,9 @@ class _Batch:
                 reverse=True,
             )[:CONTRADICTION_POOL]
             if _contradictions(request, claims, (row[1:] for row in pool)):
+                if vector is ... and self.read_ahead.get(index) is not None:
+                    # Alone, its first pass would find them and be read first: skip to the second.
+                    self.read_now.add(index)
                 return None  # a supersession, a review or a flagged pair
         _refuse_when_queue_full(outcome, seen.waiting)
 
@@ -751,14 +785,19 @@ class _Batch:
         if write.status == "rejected":
             self.rejected.add(write.fingerprint)
 
-    def one_by_one(self, request: WriteRequest, vector: tuple[float, ...] | EllipsisType | None) -> Write:
+    def one_by_one(
+        self, index: int, request: WriteRequest, vector: tuple[float, ...] | EllipsisType | None
+    ) -> Write:
         """``submit_write`` for a write that meets more than the guard, in its own savepoint."""
+        if index in self.read_now:
+            vector = self.read_ahead[index]
         write = submit_write(
             self.agent,
             request,
             guard_vector=vector,
             embed_later=[],  # submit_batch queues the batch's facts together
             principals=self.principals,
+            read_ahead=self.read_ahead.get(index),
         )
         # Only principals of writes that stayed: a refused write's savepoint takes
         # back a principal it created.
@@ -797,7 +836,8 @@ class _Batch:
                     del self.principals[t.principal.external_id]
             for t in taken:
                 try:
-                    outcomes[t.index] = BatchOutcome(write=self.one_by_one(t.request, t.vector), refusal=None)
+                    write = self.one_by_one(t.index, t.request, t.vector)
+                    outcomes[t.index] = BatchOutcome(write=write, refusal=None)
                 except REFUSALS as refused:
                     outcomes[t.index] = BatchOutcome(write=None, refusal=refused)
             return

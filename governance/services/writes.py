@@ -450,6 +450,9 @@ class _Batch:
         # Ids for write i and its fact, allocated before they are needed so that the write, its
         # 201 body and its audit entry are complete before the INSERT (as in submit_write).
         self.ids = {i: (w, f) for i, (w, f) in enumerate(zip(write_ids, fact_ids, strict=True))}
+        # How many writes the next ``_allocate`` gives ids to (doubling from 1 after each write
+        # that went one by one).
+        self.ahead = 1
         self.principal_ids = list(principal_ids)
         self.rejected: set[str] = set(rejected)
         self.tombstones: dict[str, int] = {}
@@ -763,8 +766,16 @@ class _Batch:
 
     def _allocate(self, first: int) -> None:
         """Fresh ids for the writes from ``first`` on, after a write that went one by one took
-        ids of its own: ids keep the batch's order, which "newest" means in every look-up."""
-        count = len(self.fingerprints) - first
+        ids of its own: ids keep the batch's order, which "newest" means in every look-up.
+
+        For ``self.ahead`` writes, which doubles with each call until a write goes one by one
+        again: a run of n writes taken after one costs log2(n) calls, and what a write going one
+        by one leaves unused is at most what the run before it took. Ids for all the rest of the
+        batch at once made an import in which most writes go one by one (a new value for each
+        person) allocate ids for ~n^2/2 writes, ~0.8 s of the server's time per batch of 500.
+        """
+        count = min(len(self.fingerprints) - first, self.ahead)
+        self.ahead *= 2
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT ARRAY(SELECT nextval(pg_get_serial_sequence('governance_write', 'id'))"
@@ -805,6 +816,7 @@ class _Batch:
             self.principals[write.principal.external_id] = write.principal
         self.one_by_one_for.add(request.principal)
         self.ids.clear()
+        self.ahead = 1
         self._saw(write, write.created_at)
         return write
 

@@ -623,6 +623,68 @@ def test_a_batch_gives_the_outcomes_and_rows_of_the_same_writes_one_by_one(suppo
     assert ids == sorted(ids)
 
 
+def made_up_town(n: int) -> str:
+    """A town name of its own for each n, sharing no word with another's."""
+    syllables = [c + v for c in "bdklmnprst" for v in "aeiou"]
+    return (syllables[n % 50] + syllables[(n * 7 + 3) % 50] + syllables[(n // 50 + 11) % 50]).capitalize()
+
+
+def next_write_id() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT nextval(pg_get_serial_sequence('governance_write', 'id'))")
+        return int(cursor.fetchone()[0])
+
+
+def test_a_batch_whose_writes_go_one_by_one_takes_ids_for_each_write_not_for_all_the_rest(support_bot):
+    people = 60
+    earlier = timezone.now() - timedelta(days=2)
+    first = [
+        request(f"I live in {made_up_town(n)}.", principal=f"mover-{n}", source_observed_at=earlier)
+        for n in range(people)
+    ]
+    moved = [
+        request(f"I live in {made_up_town(n + people)}.", principal=f"mover-{n}", source_ref=f"c:{n}")
+        for n in range(people)
+    ]
+    with actor_scope(f"agent:{support_bot.agent.slug}"):
+        writes.submit_batch(support_bot.agent, first)
+        before = next_write_id()
+        outcomes = writes.submit_batch(support_bot.agent, moved)
+        after = next_write_id()
+
+    # Every write gave its person a new town, so every one went through submit_write.
+    superseded = Supersession.objects.filter(new_fact__principal__external_id__startswith="mover-")
+    assert superseded.count() == people
+    ids = [o.write.pk for o in outcomes if o.write is not None]
+    assert len(ids) == people and ids == sorted(ids)
+    # A few ids per write (its own, and one allocated for it before it went one by one), not
+    # ids for every write after it each time (~people^2 / 2 of them).
+    assert after - before - 1 <= 4 * people
+
+
+def test_writes_taken_after_one_that_went_one_by_one_get_their_ids_in_a_few_statements(support_bot):
+    submit(support_bot, request("Prefers tea", principal="person-0", kind="preference"))
+    batch = [
+        request("Prefers tea", principal="person-0", kind="preference", source_ref="c:again"),  # corroborates
+        *(
+            request(
+                f"Prefers seat {n} on trains", principal=f"person-{n}", kind="preference", source_ref=f"c:{n}"
+            )
+            for n in range(1, 101)
+        ),
+    ]
+
+    with CaptureQueriesContext(connection) as ctx, actor_scope(f"agent:{support_bot.agent.slug}"):
+        outcomes = writes.submit_batch(support_bot.agent, batch)
+
+    assert outcomes[0].write is not None and outcomes[0].write.corroborated_id is not None
+    ids = [o.write.pk for o in outcomes if o.write is not None]
+    assert len(ids) == len(batch) and ids == sorted(ids)
+    allocations = [q["sql"] for q in ctx.captured_queries if "generate_series(1, " in q["sql"]]
+    # One up front, then 1, 2, 4, ... 64 ids for the 100 writes after the corroboration.
+    assert len(allocations) <= 8
+
+
 @pytest.mark.parametrize(("people", "savepoint"), [(1, 0), (50, 2)])
 def test_a_batch_of_500_new_facts_takes_a_handful_of_statements(support_bot, people, savepoint):
     submit(support_bot, request("Prefers tea", principal="person-0", kind="preference"))

@@ -8,6 +8,7 @@ the audit trail in the same transaction.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -661,9 +662,8 @@ class _Batch:
                 if wanted.admits(signature)
             ),
         )
-        meaning_later = vector is ...
-        embedding = None if isinstance(vector, EllipsisType) else vector
-        result, findings, outcome = _judge(
+        judge = functools.partial(
+            _judge,
             self.agent,
             request,
             seen,
@@ -671,25 +671,17 @@ class _Batch:
             current=None,
             has_principal=True,
             derived_max_authority=None,
-            embedding=embedding,
-            meaning_later=meaning_later,
         )
+        meaning_later = vector is ...
+        embedding = None if isinstance(vector, EllipsisType) else vector
+        result, findings, outcome = judge(embedding=embedding, meaning_later=meaning_later)
         if meaning_later and outcome not in ("active", "rejected"):
             ahead = self.read_ahead.get(index)
             if ahead is None:
                 return None  # the model reads it first (submit_write: _ReadMeaningFirst)
             # Judged again with the model's reading, as submit_write's second pass would be.
             meaning_later, embedding = False, ahead
-            result, findings, outcome = _judge(
-                self.agent,
-                request,
-                seen,
-                fingerprint=fingerprint,
-                current=None,
-                has_principal=True,
-                derived_max_authority=None,
-                embedding=embedding,
-            )
+            result, findings, outcome = judge(embedding=embedding, meaning_later=False)
         if outcome in ("active", "pending_review") and _duplicate_id(request, seen) is not None:
             return None  # corroboration
         claims = _claims(request) if outcome != "rejected" else ()

@@ -340,6 +340,14 @@ def test_a_batch_reads_first_in_one_call_the_plain_writes_it_can_tell_need_readi
 
     monkeypatch.setattr(embeddings, "guard_embeddings", spy)
     monkeypatch.setattr(writes, "guard_embeddings", spy)
+    one_by_one: list[str] = []
+    real_submit = writes.submit_write
+
+    def submit_spy(agent: Any, req: writes.WriteRequest, **options: Any) -> Any:
+        one_by_one.append(req.principal or "")
+        return real_submit(agent, req, **options)
+
+    monkeypatch.setattr(writes, "submit_write", submit_spy)
     batch = [
         request("I live in Leeds.", source_observed_at=timezone.now() - timedelta(days=3)),
         request(principal="bob", source_ref="chat:bob"),
@@ -354,6 +362,9 @@ def test_a_batch_reads_first_in_one_call_the_plain_writes_it_can_tell_need_readi
         written = [o.write for o in writes.submit_batch(support_bot.agent, batch)]
 
     assert [c for c in calls if c] == [["I live in York.", PLAIN]]
+    # Only the supersession goes through submit_write; the burst, read ahead, is judged again
+    # with its reading on the batch's own path.
+    assert one_by_one == ["alice"]
     assert all(w is not None for w in written)
     leeds, bob, york, carol, dave, erin = (w for w in written if w is not None)
     assert york.response is not None and york.response["supersedes"] == [leeds.fact_id]

@@ -1042,6 +1042,9 @@ def main() -> None:
     if not args.keep:
         atexit.register(shutil.rmtree, folder, ignore_errors=True)
     _environment(folder)
+    if args.keep:
+        # Stopped, not deleted, at exit: bench/retrieval_profile.py --data FOLDER opens it.
+        os.environ["MEMORYADMIN_PGDATA_CLEANUP"] = "stop"
     print(f"embedded PostgreSQL in {folder}", flush=True)
 
     import django
@@ -1070,6 +1073,9 @@ def main() -> None:
         data = seed(facts, events, writes, rng)
     agent = data["agent"]
     buckets = data["buckets"]
+    if args.keep:
+        # What bench/retrieval_profile.py --data reads to find the seeded agent.
+        (folder / "seeded").write_text(str(agent.pk))
     summary: dict[str, Any] = {
         "facts": data["facts"],
         "principals": data["principals"],

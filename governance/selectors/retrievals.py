@@ -715,6 +715,13 @@ SELECT {", ".join(f"b.{name}" for name in _BLOCK_FIELDS)},
 """
 _BLOCK_WIDTH = len(_BLOCK_FIELDS) + 1  # the block's columns and its facts
 _BLOCK = _BLOCK_SELECT.format(project="%s", principal="%s", session="%s", verified="%s", version="%s")
+# LIMIT 1 changes no answer (the four columns are session_block_key_unique's) but
+# keeps the sub-select from being pulled up into the header's join. Pulled up, a
+# generic plan made while the table was nearly empty (a new database, or a new
+# deployment's first rounds) scanned every block of the table and built each one's
+# facts before the join kept the session's: a later round's header went from 0.2 to
+# 1.5 ms over its first 64 uses on a connection, and further as blocks accumulated
+# (docs/performance.md, "the header's block kept to its key").
 _BLOCK_JOIN = (
     "\n  LEFT JOIN LATERAL ("
     + _BLOCK_SELECT.format(
@@ -724,7 +731,7 @@ _BLOCK_JOIN = (
         verified="%(identity_verified)s",
         version="%(version)s",
     )
-    + ") b ON true"
+    + " LIMIT 1) b ON true"
 )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -9,8 +10,10 @@ from typing import Any, cast
 
 import numpy
 import pytest
+from django.db import connection
 from django.utils import timezone
 
+from governance import prepared
 from governance.models import Fact, Principal, Project
 from governance.models.facts import vector_text
 from governance.rules import contradictions
@@ -85,8 +88,6 @@ def test_round_one_reads_every_candidate_in_one_statement(
 def test_only_the_history_part_reads_when_a_status_changed(project: Project, people: dict[str, Any]) -> None:
     # Thousands of a large principal's static and nearest rows would each bring a
     # timestamp to parse; only the history part is ordered by it.
-    from django.db import connection
-
     parts = ("static", "history", "nearest")
     params = {
         **selectors.standing_bounds(POLICY, people["now"]),
@@ -120,8 +121,6 @@ def test_the_history_part_of_a_principals_own_facts_names_the_principal_alone(
     # Named with the project too, PostgreSQL multiplies the two columns' selectivities,
     # takes a large principal for a small one and sorts all its facts instead of walking
     # fact_principal_changed_idx (migration 0048): the text is what the plan depends on.
-    from django.db import connection
-
     from governance import rls
 
     history = selectors.candidate_statement(("history",), "own", False)
@@ -151,8 +150,6 @@ def test_the_history_part_of_a_principals_own_facts_names_the_principal_alone(
 def test_the_query_vector_reaches_the_database_with_the_values_its_field_would_send() -> None:
     # Nine digits per value (the float4 the column keeps) instead of the
     # shortest double-precision form: the database must read the same vector.
-    from django.db import connection
-
     rng = random.Random(13)
     single = numpy.array([rng.gauss(0, 1) for _ in range(DIM)], dtype=numpy.float32).tolist()
     double = [rng.gauss(0, 1) for _ in range(DIM)]
@@ -361,8 +358,6 @@ def test_project_facts_read_under_a_narrower_scope_are_not_kept(
 )
 def test_the_read_filters_with_the_standing_rule_itself(project: Project, policy: PolicySettings) -> None:
     """The SQL the candidate read narrows with decides every stored fact as ``stands`` does."""
-    from django.db import connection
-
     now = timezone.now()
     hour = timedelta(hours=1)
     for n, (status, kind, authority, valid_from, valid_to, days) in enumerate(
@@ -490,7 +485,6 @@ def test_the_header_says_whether_the_principal_has_few_enough_facts_for_one_plan
 def test_the_candidate_read_gives_the_same_rows_prepared_or_planned_for_its_values(
     project: Project, people: dict[str, Any]
 ) -> None:
-    from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
     alice, now = people["alice"], people["now"]
@@ -642,12 +636,6 @@ def test_a_later_rounds_header_builds_the_facts_of_its_own_block_only(
     # made while session blocks were few scanned them all and built each one's facts
     # before the join kept the session's (issue 13: after make bench's seed, 2.2 ms a
     # header where 0.8 ms with its block kept to its key).
-    import json
-
-    from django.db import connection
-
-    from governance import prepared
-
     agent = support_bot.agent
     version = agent.active_policy
     assert version is not None
@@ -675,7 +663,8 @@ def test_a_later_rounds_header_builds_the_facts_of_its_own_block_only(
     statement = prepared.compile_statement(
         selectors.header_statement(True, False, True, selectors.later_round_parts(version.policy, True), True)
     )
-    values = statement.values(sent[-1])
+    (params,) = sent  # the header is one statement
+    values = statement.values(params)
     with connection.cursor() as cursor:
         # The plan PostgreSQL keeps after five uses, made for no value in particular, reading
         # the blocks in full, as it does where it believes the table nearly empty. Prepared

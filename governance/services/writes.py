@@ -681,7 +681,7 @@ class _Batch:
                 return None  # the model reads it first (submit_write: _ReadMeaningFirst)
             # Judged again with the model's reading, as submit_write's second pass would be.
             meaning_later, embedding = False, ahead
-            result, findings, outcome = judge(embedding=embedding, meaning_later=False)
+            result, findings, outcome = judge(embedding=embedding, meaning_later=meaning_later)
         if outcome in ("active", "pending_review") and _duplicate_id(request, seen) is not None:
             return None  # corroboration
         claims = _claims(request) if outcome != "rejected" else ()
@@ -1136,12 +1136,6 @@ def _submit(
                         ),
                     }
                 )
-        if late_for is not None or outcome != "active":
-            # A write behind a newer observation supersedes nothing; nor does one
-            # that a fact it may not replace sent to a reviewer, whatever the
-            # contradicted facts before that one allowed: it waits as a whole,
-            # and approving it decides (R6).
-            supersedes = []
         if outcome != "active":
             late_for = None
     if corroborated is None and current is not None and outcome != "rejected" and late_for is None:
@@ -1166,10 +1160,11 @@ def _submit(
                     ),
                 }
             )
-        if late_for is not None or outcome != "active":
-            # As for the facts without a key above: behind the keyed fact, or sent to a
-            # reviewer by it, the write supersedes none of the facts its words contradict.
-            supersedes = []
+    if late_for is not None or outcome != "active":
+        # A write behind a newer observation (the keyed fact's or one its words contradict)
+        # supersedes nothing; nor does one that a fact it may not replace sent to a reviewer,
+        # whatever the other facts allowed: it waits as a whole, and approving it decides (R6).
+        supersedes = []
 
     if meaning_later and not _adds_a_fact_only(outcome, corroborated, supersedes, late_for, uncertain):
         raise _ReadMeaningFirst

@@ -557,11 +557,11 @@ class _Batch:
     def read_first(
         self, requests: Sequence[WriteRequest], vectors: Sequence[tuple[float, ...] | EllipsisType | None]
     ) -> None:
-        """The model's reading, in one call, of the plain writes (``vectors`` ...) the batch can
-        tell are likely to need it before they are answered (``self.read_ahead``): a near-repeat
-        of enough of the agent's recent statements to be a burst (R5), and a claimed value that
-        another fact of the person gives differently (R6: a fact the batch read, or an earlier
-        write's).
+        """The model's reading, in one call, of the plain writes (their ``vectors`` entry is
+        ``...``) the batch can tell are likely to need it before they are answered, kept in
+        ``self.read_ahead`` by the write's index: a near-repeat of enough of the agent's recent
+        statements to be a burst (R5), and a claimed value that another fact of the person gives
+        differently (R6: a fact the batch read, or an earlier write's).
 
         A single plain write that meets either is judged on the patterns, rolled back and judged
         again with the model's reading (``_ReadMeaningFirst``). In a batch that is a savepoint, a

@@ -124,7 +124,9 @@ def validated(serializer_class: type[serializers.Serializer], data: Any) -> dict
         value: dict[str, Any] = _shared(serializer_class).run_validation(data)
         return value
     except serializers.ValidationError as exc:
-        errors = exc.detail
+        # Typed as ValidationError's argument, not its stored detail: the null case below
+        # replaces a list with a dict (djangorestframework-stubs 3.18 types the two apart).
+        errors: Any = exc.detail
     # As Serializer.errors words it: a body that is null "may not be null" as a whole.
     if isinstance(errors, list) and len(errors) == 1 and getattr(errors[0], "code", None) == "null":
         errors = {api_settings.NON_FIELD_ERRORS_KEY: [ErrorDetail("No data provided", code="null")]}

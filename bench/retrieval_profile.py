@@ -248,6 +248,10 @@ def main() -> None:
         pk=int((folder / "seeded").read_text())
     )
     buckets = _buckets(agent)
+    # As a web process settles its collector once loaded (memoryadmin/wsgi.py).
+    from memoryadmin import collector
+
+    collector.settle()
     import governance
 
     print(

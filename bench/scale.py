@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import atexit
-import gc
 import html
 import json
 import os
@@ -1094,10 +1093,11 @@ def main() -> None:
 
     print("embedding model", flush=True)
     summary.update(measure_embedding(int(40 * scale) or 5))
-    # The in-process figures stand for a web process, which freezes what it
-    # loaded at start (memoryadmin/wsgi.py); the same here, seeded and warm.
-    gc.collect()
-    gc.freeze()
+    # The in-process figures stand for a web process, which settles its
+    # collector once loaded (memoryadmin/wsgi.py); the same here, seeded and warm.
+    from memoryadmin import collector
+
+    collector.settle()
     print("retrieval in process", flush=True)
     with actor_scope("bench"):
         summary.update(measure_retrieval(agent, buckets, samples, rng))

@@ -1,6 +1,5 @@
 """The Celery app, configured from Django settings (CELERY_* names)."""
 
-import gc
 import os
 from pathlib import Path
 from typing import Any
@@ -24,10 +23,13 @@ def _require_secrets(**kwargs: Any) -> None:
 
 
 @worker_process_init.connect
-def _freeze_what_was_loaded(**kwargs: Any) -> None:
+def _settle_the_collector(**kwargs: Any) -> None:
     # As in memoryadmin/wsgi.py: what a pool process starts with lives as long
-    # as it does, so full collections need not walk it again and again.
-    gc.freeze()
+    # as it does, so full collections need not walk it again and again; and a
+    # batch of embeddings sets off fewer collections of the young objects.
+    from memoryadmin import collector
+
+    collector.settle()
 
 
 def ensure_filesystem_broker_folders() -> None:

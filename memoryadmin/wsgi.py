@@ -1,8 +1,8 @@
-import gc
 import os
 
 from django.core.wsgi import get_wsgi_application
 
+from memoryadmin import collector
 from memoryadmin.checks import require_secrets
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
@@ -16,5 +16,6 @@ require_secrets()
 # collection no longer walks it: that walk was a pause of about 300 ms every
 # round or two of a large principal's first retrieval, most of its p95
 # (docs/performance.md). With gunicorn's --preload it also keeps forked workers
-# from copying those pages when the collector would have touched them.
-gc.freeze()
+# from copying those pages when the collector would have touched them, and
+# they inherit the youngest generation's larger threshold (collector.py).
+collector.settle()

@@ -27,7 +27,8 @@ YOUNG_OBJECTS = 20_000
 
 
 def settle() -> None:
-    """Freeze what the process has loaded, and let the youngest generation grow to ``YOUNG_OBJECTS``."""
+    """Collect what is garbage already (frozen, it would never be freed), freeze the rest,
+    and let the youngest generation grow to ``YOUNG_OBJECTS``."""
     gc.collect()
     gc.freeze()
     _, middle, oldest = gc.get_threshold()

@@ -7,6 +7,8 @@ from typing import Any
 from celery import Celery
 from celery.signals import worker_init, worker_process_init
 
+from memoryadmin import collector
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
 
 app = Celery("memoryadmin")
@@ -27,8 +29,6 @@ def _settle_the_collector(**kwargs: Any) -> None:
     # As in memoryadmin/wsgi.py: what a pool process starts with lives as long
     # as it does, so full collections need not walk it again and again; and a
     # batch of embeddings sets off fewer collections of the young objects.
-    from memoryadmin import collector
-
     collector.settle()
 
 
